@@ -1,0 +1,1 @@
+"""The scheduler: Kueue object models, the pure admission engine, topology placement, controllers."""

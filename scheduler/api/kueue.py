@@ -1,0 +1,330 @@
+"""Kueue objects, kueue.x-k8s.io/v1beta2 with v1beta1 input accepted.
+
+Field names, enums and defaults follow Kueue's ``apis/kueue/v1beta2`` types. v1beta1 spellings
+(``spec.cohort``, ``spec.admissionChecks``, Workload ``priorityClassName``) are read through
+validation aliases and written back in their v1beta2 form; ``deprecated_fields`` lists them so
+the webhook can warn.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field
+
+from runtimes.k8s.core import PodTemplateSpec, Taint, Toleration
+from runtimes.k8s.meta import KubeModel, LabelSelector, Resource
+from runtimes.k8s.quantity import Quantity
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_V1BETA2 = f"{KUEUE_GROUP}/v1beta2"
+KUEUE_V1BETA1 = f"{KUEUE_GROUP}/v1beta1"
+KUEUE_API_VERSIONS = (KUEUE_V1BETA2, KUEUE_V1BETA1, f"{KUEUE_GROUP}/v1alpha1")
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+DEFAULT_LOCAL_QUEUE_NAME = "default"
+
+# TAS pod-set annotations (Kueue pkg/controller/jobframework/tas.go)
+PODSET_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PODSET_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+PODSET_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
+PODSET_SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+PODSET_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+PODSET_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+
+
+# ----------------------------------------------------------------------------------- ResourceFlavor
+
+
+class ResourceFlavorSpec(KubeModel):
+    node_labels: dict[str, str] = Field(default_factory=dict)
+    node_taints: list[Taint] = Field(default_factory=list)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    topology_name: str | None = None
+
+
+class ResourceFlavor(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "ResourceFlavor"
+    spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)
+
+
+# -------------------------------------------------------------------------------- quota structures
+
+
+class ResourceQuota(KubeModel):
+    name: str
+    nominal_quota: Quantity = Field(default_factory=lambda: Quantity(0))
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+class FlavorQuotas(KubeModel):
+    name: str
+    resources: list[ResourceQuota] = Field(default_factory=list)
+
+
+class ResourceGroup(KubeModel):
+    covered_resources: list[str] = Field(default_factory=list)
+    flavors: list[FlavorQuotas] = Field(default_factory=list)
+
+
+class FairSharing(KubeModel):
+    weight: Quantity | None = None
+
+    def weight_value(self) -> float:
+        return float(self.weight.value) if self.weight is not None else 1.0
+
+
+# ---------------------------------------------------------------------------------- ClusterQueue
+
+QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
+StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
+WithinClusterQueuePolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimWithinCohortPolicy = Literal["Never", "LowerPriority", "Any"]
+BorrowWithinCohortPolicyName = Literal["Never", "LowerPriority"]
+FungibilityPolicy = Literal["MayStopSearch", "TryNextFlavor", "Borrow", "Preempt"]
+FungibilityPreference = Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"]
+
+
+class BorrowWithinCohort(KubeModel):
+    policy: BorrowWithinCohortPolicyName = "Never"
+    max_priority_threshold: int | None = None
+
+
+class ClusterQueuePreemption(KubeModel):
+    within_cluster_queue: WithinClusterQueuePolicy = "Never"
+    reclaim_within_cohort: ReclaimWithinCohortPolicy = "Never"
+    borrow_within_cohort: BorrowWithinCohort | None = None
+
+
+class FlavorFungibility(KubeModel):
+    # v1beta1 spelled these Borrow / Preempt; they mean MayStopSearch.
+    when_can_borrow: FungibilityPolicy = "MayStopSearch"
+    when_can_preempt: FungibilityPolicy = "TryNextFlavor"
+    preference: FungibilityPreference | None = None
+
+    @property
+    def try_next_when_borrowing(self) -> bool:
+        return self.when_can_borrow == "TryNextFlavor"
+
+    @property
+    def try_next_when_preempting(self) -> bool:
+        return self.when_can_preempt == "TryNextFlavor"
+
+
+class AdmissionCheckStrategyRule(KubeModel):
+    name: str
+    on_flavors: list[str] = Field(default_factory=list)
+
+
+class AdmissionChecksStrategy(KubeModel):
+    admission_checks: list[AdmissionCheckStrategyRule] = Field(default_factory=list)
+
+
+class ClusterQueueSpec(KubeModel):
+    resource_groups: list[ResourceGroup] = Field(default_factory=list)
+    cohort_name: str | None = Field(default=None, validation_alias=AliasChoices("cohortName", "cohort"))
+    queueing_strategy: QueueingStrategy = "BestEffortFIFO"
+    namespace_selector: LabelSelector | None = None
+    flavor_fungibility: FlavorFungibility = Field(default_factory=FlavorFungibility)
+    preemption: ClusterQueuePreemption = Field(default_factory=ClusterQueuePreemption)
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
+    admission_checks: list[str] | None = None  # v1beta1 only
+    stop_policy: StopPolicy = "None"
+    fair_sharing: FairSharing | None = None
+
+
+class ClusterQueue(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "ClusterQueue"
+    spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
+    status: dict[str, Any] | None = None
+
+
+# -------------------------------------------------------------------------------- LocalQueue, Cohort
+
+
+class LocalQueueSpec(KubeModel):
+    cluster_queue: str = ""
+    stop_policy: StopPolicy = "None"
+    fair_sharing: FairSharing | None = None
+
+
+class LocalQueue(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "LocalQueue"
+    spec: LocalQueueSpec = Field(default_factory=LocalQueueSpec)
+    status: dict[str, Any] | None = None
+
+
+class CohortSpec(KubeModel):
+    parent_name: str | None = Field(default=None, validation_alias=AliasChoices("parentName", "parent"))
+    resource_groups: list[ResourceGroup] = Field(default_factory=list)
+    fair_sharing: FairSharing | None = None
+
+
+class Cohort(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "Cohort"
+    spec: CohortSpec = Field(default_factory=CohortSpec)
+    status: dict[str, Any] | None = None
+
+
+class WorkloadPriorityClass(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "WorkloadPriorityClass"
+    value: int = 0
+    description: str | None = None
+
+
+class TopologyLevel(KubeModel):
+    node_label: str
+
+
+class TopologySpec(KubeModel):
+    levels: list[TopologyLevel] = Field(default_factory=list)
+
+
+class Topology(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "Topology"
+    spec: TopologySpec = Field(default_factory=TopologySpec)
+
+    @property
+    def level_labels(self) -> list[str]:
+        return [level.node_label for level in self.spec.levels]
+
+
+# ------------------------------------------------------------------------------------------ Workload
+
+
+class PodSetTopologyRequest(KubeModel):
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool | None = None
+    pod_index_label: str | None = None
+    sub_group_index_label: str | None = None
+    sub_group_count: int | None = None
+    pod_set_group_name: str | None = None
+    pod_set_slice_required_topology: str | None = None
+    pod_set_slice_size: int | None = None
+
+
+class PodSet(KubeModel):
+    name: str = "main"
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    count: int = 1
+    min_count: int | None = None
+    topology_request: PodSetTopologyRequest | None = None
+
+
+class PriorityClassRef(KubeModel):
+    group: str = KUEUE_GROUP
+    kind: str = "WorkloadPriorityClass"
+    name: str
+
+
+class WorkloadSpec(KubeModel):
+    pod_sets: list[PodSet] = Field(default_factory=list)
+    queue_name: str | None = None
+    priority_class_ref: PriorityClassRef | None = None
+    priority_class_name: str | None = None  # v1beta1
+    priority_class_source: str | None = None  # v1beta1
+    priority: int | None = None
+    active: bool = True
+    maximum_execution_time_seconds: int | None = None
+
+
+class TopologyDomainAssignment(KubeModel):
+    values: list[str] = Field(default_factory=list)
+    count: int = 0
+
+
+class TopologyAssignment(KubeModel):
+    levels: list[str] = Field(default_factory=list)
+    domains: list[TopologyDomainAssignment] = Field(default_factory=list)
+
+
+class PodSetAssignment(KubeModel):
+    name: str = "main"
+    flavors: dict[str, str] = Field(default_factory=dict)
+    resource_usage: dict[str, Quantity] = Field(default_factory=dict)
+    count: int | None = None
+    topology_assignment: TopologyAssignment | None = None
+
+
+class Admission(KubeModel):
+    cluster_queue: str
+    pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list)
+
+
+class Condition(KubeModel):
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class RequeueState(KubeModel):
+    count: int | None = None
+    requeue_at: str | None = None
+
+
+class WorkloadStatus(KubeModel):
+    conditions: list[Condition] = Field(default_factory=list)
+    admission: Admission | None = None
+    requeue_state: RequeueState | None = None
+
+    def condition(self, kind: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    def is_true(self, kind: str) -> bool:
+        condition = self.condition(kind)
+        return condition is not None and condition.status == "True"
+
+
+class Workload(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "Workload"
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    status: WorkloadStatus = Field(default_factory=WorkloadStatus)
+
+    @property
+    def priority_class_name(self) -> str | None:
+        if self.spec.priority_class_ref is not None:
+            return self.spec.priority_class_ref.name
+        return self.spec.priority_class_name
+
+
+KUEUE_KINDS: dict[str, type[Resource]] = {
+    "ResourceFlavor": ResourceFlavor,
+    "ClusterQueue": ClusterQueue,
+    "LocalQueue": LocalQueue,
+    "Cohort": Cohort,
+    "WorkloadPriorityClass": WorkloadPriorityClass,
+    "Topology": Topology,
+    "Workload": Workload,
+}
+
+
+def deprecated_fields(document: dict[str, Any]) -> list[str]:
+    """v1beta1 spellings in ``document`` that v1beta2 renamed, as warnings for a person."""
+    spec = document.get("spec") or {}
+    kind = document.get("kind")
+    found: list[str] = []
+    if kind == "ClusterQueue" and isinstance(spec, dict):
+        if "cohort" in spec:
+            found.append("spec.cohort is deprecated; use spec.cohortName (kueue.x-k8s.io/v1beta2)")
+        if "admissionChecks" in spec:
+            found.append(
+                "spec.admissionChecks is deprecated; use spec.admissionChecksStrategy.admissionChecks"
+            )
+    if kind == "Workload" and isinstance(spec, dict) and "priorityClassName" in spec:
+        found.append("spec.priorityClassName is deprecated; use spec.priorityClassRef")
+    if document.get("apiVersion") == KUEUE_V1BETA1:
+        found.append(f"{KUEUE_V1BETA1} {kind} is deprecated; use {KUEUE_V1BETA2}")
+    return found

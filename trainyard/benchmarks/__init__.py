@@ -1,0 +1,1 @@
+"""Benchmark harnesses behind `trainyard bench ...`; each prints one JSON object."""

@@ -1,0 +1,1 @@
+"""`trainyard` subcommands, one module each (see ``main.COMMANDS``)."""

@@ -1,0 +1,3 @@
+from trainyard.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""`trainyard bench NAME`: run one benchmark harness and print its figures as one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any, Protocol
+
+# name -> (module under trainyard.benchmarks, summary)
+BENCHMARKS: dict[str, tuple[str, str]] = {}
+
+
+class BenchmarkModule(Protocol):
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> dict[str, Any]: ...
+
+
+def _load(name: str) -> BenchmarkModule:
+    module: BenchmarkModule = importlib.import_module(BENCHMARKS[name][0])
+    return module
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    benches = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    for name, (_, summary) in BENCHMARKS.items():
+        sub = benches.add_parser(name, help=summary, description=summary)
+        _load(name).configure(sub)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = _load(args.benchmark).run(args)
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+    return 0

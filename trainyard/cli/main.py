@@ -1,0 +1,66 @@
+"""The `trainyard` command.
+
+Every subcommand lives in its own module under ``trainyard.cli`` with two functions:
+``configure(parser)`` adds its arguments (module import must stay cheap: no torch, no
+aiohttp at import time) and ``run(args) -> int`` does the work. Adding a command is one line
+in ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from trainyard import __version__
+from trainyard.cli.errors import UserError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("trainyard.cli.bench", "run a benchmark and print its figures as JSON"),
+}
+
+
+class CommandModule(Protocol):
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+def _load(name: str) -> CommandModule:
+    module: CommandModule = importlib.import_module(COMMANDS[name][0])
+    return module
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainyard",
+        description="Kueue-aware batch scheduling for Kubeflow TrainJobs.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainyard {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (_, summary) in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=summary, description=summary)
+        _load(name).configure(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _load(args.command).run(args)
+    except UserError as error:
+        print(f"trainyard {args.command}: {error}", file=sys.stderr)
+        return error.exit_code
+    except ValidationError as error:
+        print(f"trainyard {args.command}: invalid input: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"trainyard {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,1 @@
+"""The admission webhook service: aiohttp over HTTPS, AdmissionReview handling, TLS, health, metrics."""
