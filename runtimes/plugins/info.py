@@ -1,0 +1,127 @@
+"""Build the :class:`RuntimeInfo` one render starts from (Trainer's ``newRuntimeInfo``).
+
+The runtime's JobSet template is copied, the TrainJob's ``podTemplateOverrides`` (v2.1) and
+``runtimePatches`` (HEAD) are merged over it in list order, every replicated job becomes a pod
+set, and ``trainer.resourcesPerNode`` is merged into the ``node`` container of the node pods.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from runtimes.api.trainer import (
+    ANCESTOR_DATASET_INITIALIZER,
+    ANCESTOR_LABEL,
+    ANCESTOR_MODEL_INITIALIZER,
+    ANCESTOR_TRAINER,
+    LAUNCHER,
+    NODE,
+    AnyTrainingRuntime,
+    MLPolicy,
+    TrainJob,
+)
+from runtimes.plugins.framework import PodSetInfo, RuntimeInfo
+from runtimes.plugins.patches import pod_template_override_as_patch, strategic_merge
+from runtimes.plugins.podspec import find_container, merge_resources
+
+# Replicated jobs whose name alone says their step, when the runtime does not label them.
+_ANCESTOR_BY_NAME = {
+    ANCESTOR_DATASET_INITIALIZER: ANCESTOR_DATASET_INITIALIZER,
+    ANCESTOR_MODEL_INITIALIZER: ANCESTOR_MODEL_INITIALIZER,
+}
+
+
+def ancestor_of(job: dict[str, Any], trainer_claimed: bool) -> str | None:
+    """The job's ``trainjob-ancestor-step``.
+
+    Trainer reads the label from the Job template's metadata; some upstream runtimes put it on
+    the pod template instead, so that is read too. Failing both, the reserved names decide:
+    ``dataset-initializer``/``model-initializer``, and ``node`` is the trainer unless another
+    job already carries the trainer label (MPI runtimes label ``launcher`` as the trainer).
+    """
+    template = job.get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if ANCESTOR_LABEL in labels:
+        return str(labels[ANCESTOR_LABEL])
+    pod_labels = (((template.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if ANCESTOR_LABEL in pod_labels:
+        return str(pod_labels[ANCESTOR_LABEL])
+    name = job.get("name")
+    if name in _ANCESTOR_BY_NAME:
+        return _ANCESTOR_BY_NAME[str(name)]
+    if name == NODE and not trainer_claimed:
+        return ANCESTOR_TRAINER
+    return None
+
+
+def _labelled_trainer(jobs: list[dict[str, Any]]) -> bool:
+    return any(ancestor_of({**job, "name": None}, trainer_claimed=True) == ANCESTOR_TRAINER for job in jobs)
+
+
+def merged_template(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> dict[str, Any]:
+    """The runtime's JobSet template (``{metadata, spec}``) with the TrainJob's patches applied."""
+    template: dict[str, Any] = copy.deepcopy(runtime.spec.template.to_dict())
+    template.setdefault("metadata", {})
+    template.setdefault("spec", {})
+    existing = {job.get("name") for job in template["spec"].get("replicatedJobs") or []}
+    for override in trainjob.spec.pod_template_overrides or []:
+        # Overrides naming a job the runtime lacks are a validation error; never invent a job.
+        targets = [target.name for target in override.target_jobs if target.name in existing]
+        template = strategic_merge(template, pod_template_override_as_patch(override.to_dict(), targets))
+    for runtime_patch in trainjob.spec.runtime_patches or []:
+        spec_patch = runtime_patch.training_runtime_spec
+        if spec_patch is None or spec_patch.template is None:
+            continue
+        patch = spec_patch.template.to_dict()
+        jobs = (patch.get("spec") or {}).get("replicatedJobs")
+        if jobs:
+            patch["spec"]["replicatedJobs"] = [job for job in jobs if job.get("name") in existing]
+        template = strategic_merge(template, patch)
+    return template
+
+
+def build_runtime_info(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> RuntimeInfo:
+    template = merged_template(trainjob, runtime)
+    metadata = template.get("metadata") or {}
+    jobset_spec: dict[str, Any] = template.get("spec") or {}
+    ml_policy = runtime.spec.ml_policy.model_copy(deep=True) if runtime.spec.ml_policy is not None else MLPolicy()
+    labels = {**(metadata.get("labels") or {}), **(trainjob.spec.labels or {})}
+    annotations = {**(metadata.get("annotations") or {}), **(trainjob.spec.annotations or {})}
+
+    jobs: list[dict[str, Any]] = jobset_spec.get("replicatedJobs") or []
+    trainer_claimed = _labelled_trainer(jobs)
+    pod_sets: list[PodSetInfo] = []
+    for job in jobs:
+        name = str(job.get("name", ""))
+        ancestor = ancestor_of(job, trainer_claimed)
+        job_spec = (job.get("template") or {}).get("spec") or {}
+        parallelism = job_spec.get("parallelism")
+        count = 1 if parallelism is None else int(parallelism)
+        if ancestor == ANCESTOR_TRAINER and name != LAUNCHER:
+            count = 1 if ml_policy.num_nodes is None else ml_policy.num_nodes
+        replicas = job.get("replicas")
+        pod_sets.append(
+            PodSetInfo(name=name, ancestor=ancestor, count=count, replicas=1 if replicas is None else replicas)
+        )
+
+    info = RuntimeInfo(
+        trainjob_name=trainjob.metadata.name,
+        namespace=trainjob.metadata.namespace,
+        ml_policy=ml_policy,
+        pod_group_policy=runtime.spec.pod_group_policy,
+        jobset_labels=labels,
+        jobset_annotations=annotations,
+        jobset_spec=jobset_spec,
+        pod_sets=pod_sets,
+        runtime_name=runtime.metadata.name,
+        runtime_spec=runtime.spec.to_dict(),
+    )
+    trainer = trainjob.spec.trainer
+    if trainer is not None and trainer.resources_per_node is not None:
+        for pod_set in info.node_pod_sets():
+            pod_spec = info.pod_spec(pod_set.name)
+            container = find_container(pod_spec, NODE) if pod_spec is not None else None
+            if container is not None:
+                merge_resources(container, trainer.resources_per_node)
+    return info

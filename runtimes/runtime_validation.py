@@ -1,0 +1,274 @@
+"""Admission rules for a (Cluster)TrainingRuntime: its policies and its JobSet template.
+
+Trainer's runtime webhook (``validateReplicatedJobs``) and CRD rules, plus the JobSet and
+batch/v1 rules a runtime would otherwise only trip over when its first TrainJob's JobSet or
+Jobs are created (failure-policy actions, podFailurePolicy shape, dependsOn targets).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from runtimes.api.batch import POD_FAILURE_ACTIONS
+from runtimes.api.jobset import FAILURE_POLICY_ACTIONS, JOB_FAILURE_REASONS
+from runtimes.api.trainer import (
+    ANCESTOR_CONTAINERS,
+    LAUNCHER,
+    NODE,
+    NUM_PROC_PER_NODE_WORDS,
+    AnyTrainingRuntime,
+)
+from runtimes.errors import FieldError
+from runtimes.plugins.info import ancestor_of
+
+_RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_JOBS = "spec.template.spec.replicatedJobs"
+
+
+def validate_runtime(runtime: AnyTrainingRuntime) -> list[FieldError]:
+    """Everything wrong with ``runtime``; an empty list means it can serve TrainJobs."""
+    spec = runtime.spec.to_dict()
+    template_spec: dict[str, Any] = (spec.get("template") or {}).get("spec") or {}
+    jobs: list[dict[str, Any]] = template_spec.get("replicatedJobs") or []
+    return (
+        _validate_policies(runtime, {str(job.get("name")) for job in jobs}, template_spec)
+        + _validate_replicated_jobs(jobs)
+        + _validate_jobset_policies(template_spec, {str(job.get("name")) for job in jobs})
+    )
+
+
+def _validate_policies(
+    runtime: AnyTrainingRuntime, job_names: set[str], template_spec: dict[str, Any]
+) -> list[FieldError]:
+    errors: list[FieldError] = []
+    ml_policy = runtime.spec.ml_policy
+    if ml_policy is not None:
+        sources = ml_policy.sources()
+        if len(sources) > 1:
+            errors.append(
+                FieldError("spec.mlPolicy", f"sets {', '.join(sources)}: only one ML policy may be configured")
+            )
+        if ml_policy.num_nodes is not None and ml_policy.num_nodes < 1:
+            errors.append(
+                FieldError("spec.mlPolicy.numNodes", f"{ml_policy.num_nodes} is not accepted: must be at least 1")
+            )
+        torch = ml_policy.torch
+        if torch is not None:
+            value = torch.num_proc_per_node
+            if (isinstance(value, int) and value < 1) or (
+                isinstance(value, str) and value not in NUM_PROC_PER_NODE_WORDS
+            ):
+                errors.append(
+                    FieldError(
+                        "spec.mlPolicy.torch.numProcPerNode",
+                        f"{value!r} is not accepted: must be an integer >= 1 or one of auto, cpu, gpu",
+                    )
+                )
+            if NODE not in job_names:
+                errors.append(
+                    FieldError(
+                        _JOBS,
+                        "a torch runtime must have a replicated job named 'node': the rendezvous address is its first pod",
+                    )
+                )
+        mpi = ml_policy.mpi
+        if mpi is not None:
+            if mpi.num_proc_per_node is not None and mpi.num_proc_per_node < 1:
+                errors.append(
+                    FieldError(
+                        "spec.mlPolicy.mpi.numProcPerNode",
+                        f"{mpi.num_proc_per_node} is not accepted: must be at least 1",
+                    )
+                )
+            if mpi.effective_mpi_implementation != "OpenMPI":
+                errors.append(
+                    FieldError(
+                        "spec.mlPolicy.mpi.mpiImplementation",
+                        f"{mpi.mpi_implementation!r} is not supported: only OpenMPI is",
+                    )
+                )
+            if LAUNCHER not in job_names:
+                errors.append(
+                    FieldError(_JOBS, "an MPI runtime must have a replicated job named 'launcher' that runs mpirun")
+                )
+        if (torch is not None or mpi is not None) and (template_spec.get("network") or {}).get(
+            "enableDNSHostnames"
+        ) is False:
+            errors.append(
+                FieldError(
+                    "spec.template.spec.network.enableDNSHostnames",
+                    "false is not accepted for torch and MPI runtimes: their pods find each other by DNS hostname",
+                )
+            )
+    pod_group_policy = runtime.spec.pod_group_policy
+    if pod_group_policy is not None and pod_group_policy.coscheduling is not None:
+        timeout = pod_group_policy.coscheduling.schedule_timeout_seconds
+        if timeout is not None and timeout < 0:
+            errors.append(
+                FieldError(
+                    "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds",
+                    f"{timeout} is not accepted: must be 0 (the default, 60s) or more",
+                )
+            )
+    return errors
+
+
+def _validate_replicated_jobs(jobs: list[dict[str, Any]]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if not jobs:
+        return [FieldError(_JOBS, "must list at least one replicated job")]
+    seen: set[str] = set()
+    trainer_claimed = any(ancestor_of({**job, "name": None}, trainer_claimed=True) for job in jobs)
+    for index, job in enumerate(jobs):
+        path = f"{_JOBS}[{index}]"
+        name = str(job.get("name") or "")
+        if not name:
+            errors.append(FieldError(f"{path}.name", "must be set"))
+        elif name in seen:
+            errors.append(FieldError(f"{path}.name", f"{name!r} appears twice; replicated job names are unique"))
+        seen.add(name)
+        ancestor = ancestor_of(job, trainer_claimed)
+        pod_spec = (((job.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+        containers = [str(c.get("name")) for c in pod_spec.get("containers") or []]
+        if ancestor in ANCESTOR_CONTAINERS:
+            replicas = job.get("replicas", 1)
+            if replicas != 1:
+                errors.append(
+                    FieldError(
+                        f"{path}.replicas", f"{replicas} is not accepted: always must be 1 for the {ancestor} step"
+                    )
+                )
+            required = ANCESTOR_CONTAINERS[ancestor]
+            if required not in containers:
+                errors.append(
+                    FieldError(
+                        f"{path}.template.spec.template.spec.containers",
+                        f"must contain the required container {required!r} for the {ancestor} step; has: "
+                        f"{', '.join(containers) or '(none)'}",
+                    )
+                )
+        job_spec = (job.get("template") or {}).get("spec") or {}
+        errors.extend(_validate_pod_failure_policy(job_spec, pod_spec, containers, f"{path}.template.spec"))
+    return errors
+
+
+def _validate_pod_failure_policy(
+    job_spec: dict[str, Any], pod_spec: dict[str, Any], containers: list[str], path: str
+) -> list[FieldError]:
+    policy = job_spec.get("podFailurePolicy")
+    if not policy:
+        return []
+    errors: list[FieldError] = []
+    restart_policy = pod_spec.get("restartPolicy")
+    if restart_policy not in (None, "Never"):
+        errors.append(
+            FieldError(
+                f"{path}.template.spec.restartPolicy",
+                f"{restart_policy!r} is not accepted with a podFailurePolicy: Kubernetes requires Never",
+            )
+        )
+    for index, rule in enumerate(policy.get("rules") or []):
+        rule_path = f"{path}.podFailurePolicy.rules[{index}]"
+        action = rule.get("action")
+        if action not in POD_FAILURE_ACTIONS:
+            errors.append(
+                FieldError(
+                    f"{rule_path}.action",
+                    f"{action!r} is not accepted: must be one of {', '.join(POD_FAILURE_ACTIONS)}",
+                )
+            )
+        on_exit, on_conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
+        if (on_exit is None) == (on_conditions is None):
+            errors.append(FieldError(rule_path, "must set exactly one of onExitCodes and onPodConditions"))
+        if on_exit is not None:
+            operator, values = on_exit.get("operator"), on_exit.get("values") or []
+            if operator not in ("In", "NotIn"):
+                errors.append(
+                    FieldError(
+                        f"{rule_path}.onExitCodes.operator", f"{operator!r} is not accepted: must be In or NotIn"
+                    )
+                )
+            if not values:
+                errors.append(FieldError(f"{rule_path}.onExitCodes.values", "must list at least one exit code"))
+            if operator == "In" and 0 in values:
+                errors.append(
+                    FieldError(f"{rule_path}.onExitCodes.values", "0 is not accepted with In: exit code 0 is success")
+                )
+            container = on_exit.get("containerName")
+            if container is not None and container not in containers:
+                errors.append(
+                    FieldError(
+                        f"{rule_path}.onExitCodes.containerName",
+                        f"{container!r} is not a container of this job; it has: {', '.join(containers)}",
+                    )
+                )
+    return errors
+
+
+def _validate_jobset_policies(template_spec: dict[str, Any], job_names: set[str]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    known = ", ".join(sorted(job_names))
+
+    def check_targets(targets: list[str] | None, path: str) -> None:
+        for target in targets or []:
+            if target not in job_names:
+                errors.append(FieldError(path, f"replicated job {target!r} does not exist; the jobs are: {known}"))
+
+    success = template_spec.get("successPolicy") or {}
+    if success:
+        if success.get("operator", "All") not in ("All", "Any"):
+            errors.append(
+                FieldError(
+                    "spec.template.spec.successPolicy.operator",
+                    f"{success.get('operator')!r} is not accepted: must be All or Any",
+                )
+            )
+        check_targets(success.get("targetReplicatedJobs"), "spec.template.spec.successPolicy.targetReplicatedJobs")
+    failure = template_spec.get("failurePolicy") or {}
+    path = "spec.template.spec.failurePolicy"
+    if failure.get("maxRestarts") is not None and failure["maxRestarts"] < 0:
+        errors.append(FieldError(f"{path}.maxRestarts", f"{failure['maxRestarts']} is not accepted: must be 0 or more"))
+    for index, rule in enumerate(failure.get("rules") or []):
+        rule_path = f"{path}.rules[{index}]"
+        name = rule.get("name")
+        if name is not None and not _RULE_NAME.match(name):
+            errors.append(
+                FieldError(
+                    f"{rule_path}.name",
+                    f"{name!r} is not accepted: letters, digits, '_', ',' and ':', starting with a letter",
+                )
+            )
+        if rule.get("action") not in FAILURE_POLICY_ACTIONS:
+            errors.append(
+                FieldError(
+                    f"{rule_path}.action",
+                    f"{rule.get('action')!r} is not accepted: must be one of {', '.join(FAILURE_POLICY_ACTIONS)}",
+                )
+            )
+        for reason in rule.get("onJobFailureReasons") or []:
+            if reason not in JOB_FAILURE_REASONS:
+                errors.append(
+                    FieldError(
+                        f"{rule_path}.onJobFailureReasons",
+                        f"{reason!r} is not accepted: must be one of {', '.join(JOB_FAILURE_REASONS)}",
+                    )
+                )
+        check_targets(rule.get("targetReplicatedJobs"), f"{rule_path}.targetReplicatedJobs")
+    for index, job in enumerate(template_spec.get("replicatedJobs") or []):
+        for dep_index, dependency in enumerate(job.get("dependsOn") or []):
+            dep_path = f"{_JOBS}[{index}].dependsOn[{dep_index}]"
+            if dependency.get("name") not in job_names:
+                errors.append(
+                    FieldError(
+                        f"{dep_path}.name",
+                        f"replicated job {dependency.get('name')!r} does not exist; the jobs are: {known}",
+                    )
+                )
+            if dependency.get("status") not in ("Ready", "Complete"):
+                errors.append(
+                    FieldError(
+                        f"{dep_path}.status", f"{dependency.get('status')!r} is not accepted: must be Ready or Complete"
+                    )
+                )
+    return errors
