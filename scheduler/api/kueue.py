@@ -320,9 +320,7 @@ def deprecated_fields(document: dict[str, Any]) -> list[str]:
         if "cohort" in spec:
             found.append("spec.cohort is deprecated; use spec.cohortName (kueue.x-k8s.io/v1beta2)")
         if "admissionChecks" in spec:
-            found.append(
-                "spec.admissionChecks is deprecated; use spec.admissionChecksStrategy.admissionChecks"
-            )
+            found.append("spec.admissionChecks is deprecated; use spec.admissionChecksStrategy.admissionChecks")
     if kind == "Workload" and isinstance(spec, dict) and "priorityClassName" in spec:
         found.append("spec.priorityClassName is deprecated; use spec.priorityClassRef")
     if document.get("apiVersion") == KUEUE_V1BETA1:

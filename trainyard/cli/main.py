@@ -20,6 +20,7 @@ from trainyard import __version__
 from trainyard.cli.errors import UserError
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "admit": ("trainyard.cli.admit", "dry-run Kueue admission over YAML objects and Workloads"),
     "bench": ("trainyard.cli.bench", "run a benchmark and print its figures as JSON"),
 }
 

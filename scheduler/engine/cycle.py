@@ -1,0 +1,224 @@
+"""One admission cycle (Kueue pkg/scheduler/scheduler.go ``schedule``), run round by round.
+
+A round takes the head of every active ClusterQueue, computes each head's flavor assignment,
+orders the heads as Kueue does (non-borrowing before borrowing, then priority, then FIFO; with
+fair sharing, the lowest dominant resource share first) and processes them against the live
+quota tree: admit what fits, preempt where policy allows, park the rest with a reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scheduler.engine.fairsharing import dominant_resource_share
+from scheduler.engine.flavors import Assignment, Mode, assign_flavors
+from scheduler.engine.preemption import Victim, find_victims
+from scheduler.engine.results import AdmittedWorkload, CycleResult, PreemptedWorkload
+from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo
+
+if TYPE_CHECKING:
+    from scheduler.engine.cluster import ClusterQueueInfo
+    from scheduler.engine.engine import AdmissionEngine
+    from scheduler.engine.quota import FlavorResource
+
+
+@dataclass(slots=True)
+class _Entry:
+    cq: ClusterQueueInfo
+    workload: WorkloadInfo
+    assignment: Assignment
+    share: float = 0.0
+
+
+class AdmissionCycle:
+    def __init__(self, engine: AdmissionEngine, now: float, result: CycleResult) -> None:
+        self.engine = engine
+        self.now = now
+        self.result = result
+        self._changes = 0  # admissions and evictions so far in this cycle
+        self._round_start = 0  # ... when the current round's heads were nominated
+
+    # ------------------------------------------------------------------------------ rounds
+
+    def run_round(self) -> bool:
+        """Process one head per ClusterQueue. False when no ClusterQueue had a head."""
+        engine = self.engine
+        entries: list[_Entry] = []
+        found_head = False
+        for cq in engine.model.cluster_queues.values():
+            if not cq.active:
+                continue
+            workload = cq.queue.head()
+            if workload is None:
+                continue
+            found_head = True
+            why_not = self._inadmissible(cq, workload)
+            if why_not is not None:
+                self._park(cq, workload, why_not)
+                continue
+            entries.append(_Entry(cq, workload, self.assign(cq, workload)))
+        if not found_head:
+            return False
+        self.result.rounds += 1
+        self._round_start = self._changes
+        if engine.config.fair_sharing:
+            for entry in entries:
+                entry.share = dominant_resource_share(entry.cq.node, entry.assignment.usage)
+            entries.sort(key=lambda e: (e.assignment.borrows, e.share, *self._fifo(e.workload)))
+        else:
+            entries.sort(key=lambda e: (e.assignment.borrows, *self._fifo(e.workload)))
+        for entry in entries:
+            self._process(entry)
+        return True
+
+    @staticmethod
+    def _fifo(workload: WorkloadInfo) -> tuple[int, float, int]:
+        return (-workload.priority, workload.queue_order_time, workload.sequence)
+
+    def _inadmissible(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> str | None:
+        engine = self.engine
+        selector = cq.spec.spec.namespace_selector
+        if selector is None or not selector.matches(engine.model.namespace_labels(workload.namespace)):
+            return f"Workload namespace {workload.namespace} doesn't match ClusterQueue {cq.name} namespaceSelector"
+        lq = engine.model.local_queues.get(f"{workload.namespace}/{workload.local_queue}")
+        if lq is not None and lq.spec.stop_policy != "None":
+            return f"LocalQueue {workload.local_queue} is stopped (stopPolicy {lq.spec.stop_policy})"
+        return None
+
+    def assign(self, cq: ClusterQueueInfo, workload: WorkloadInfo, counts: list[int] | None = None) -> Assignment:
+        return assign_flavors(cq, workload, self.engine.model.flavors, self._probe, counts)
+
+    def _probe(self, cq: ClusterQueueInfo, workload: WorkloadInfo, fr: FlavorResource, amount: int) -> Mode:
+        """The preemption oracle: could evicting someone make ``amount`` of ``fr`` available?"""
+        policy = cq.spec.spec.preemption
+        if policy.within_cluster_queue == "Never" and policy.reclaim_within_cohort == "Never":
+            return Mode.NO_CANDIDATES
+        victims = find_victims(
+            cq, workload, {fr: amount}, self.engine.model.cluster_queues, fair_sharing=self.engine.config.fair_sharing
+        )
+        if not victims:
+            return Mode.NO_CANDIDATES
+        if all(v.workload.cluster_queue != cq.name for v in victims):
+            return Mode.RECLAIM
+        return Mode.PREEMPT
+
+    # ------------------------------------------------------------------------------ one entry
+
+    def _process(self, entry: _Entry) -> None:
+        cq, workload = entry.cq, entry.workload
+        assignment = entry.assignment
+        if self._changes != self._round_start:
+            # Something was admitted or evicted since this head was nominated: decide on the
+            # live quota tree, as Kueue re-checks ``fits`` after each admission in a cycle.
+            assignment = self.assign(cq, workload)
+        if assignment.mode is Mode.FIT:
+            placements, why = self.engine.placements.place(cq, workload, assignment)
+            if placements is not None:
+                self._admit(cq, workload, assignment, placements)
+                return
+            victims = self._victims(cq, workload, assignment, topology_only=True)
+            if victims:
+                self._preempt_and_admit(cq, workload, assignment, victims)
+                return
+            self._park(cq, workload, why or assignment.message())
+            return
+        if assignment.mode in (Mode.PREEMPT, Mode.RECLAIM):
+            victims = self._victims(cq, workload, assignment, topology_only=False)
+            if victims:
+                self._preempt_and_admit(cq, workload, assignment, victims)
+                return
+        if self.engine.config.partial_admission and self._admit_partially(cq, workload):
+            return
+        self._park(cq, workload, assignment.message())
+
+    def _victims(
+        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, *, topology_only: bool
+    ) -> list[Victim] | None:
+        book = self.engine.placements
+        needs_topology = book.needs_placement(assignment)
+        if topology_only and not needs_topology:
+            return None
+        extra_fit = None
+        if needs_topology:
+
+            def extra_fit(victims: list[WorkloadInfo]) -> bool:
+                return book.fits_without(cq, workload, assignment, victims)
+
+        return find_victims(
+            cq,
+            workload,
+            assignment.usage,
+            self.engine.model.cluster_queues,
+            fair_sharing=self.engine.config.fair_sharing,
+            extra_fit=extra_fit,
+        )
+
+    def _preempt_and_admit(
+        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, victims: list[Victim]
+    ) -> None:
+        for victim in victims:
+            self.engine.requeue(victim.workload, "Preempted", victim.message, self.now)
+            self.result.preempted.append(
+                PreemptedWorkload(victim.workload.key, workload.key, victim.reason, victim.message)
+            )
+            self.result.pending[victim.workload.key] = victim.message
+        self._changes += 1
+        placements, why = self.engine.placements.place(cq, workload, assignment)
+        if placements is None:  # cannot happen when the search checked placement; stay safe
+            self._park(cq, workload, why or "no placement after preemption")
+            return
+        self._admit(cq, workload, assignment, placements)
+
+    def _admit_partially(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> bool:
+        """Kueue's partial admission: the largest count ≥ minCount that fits (one pod set may set it)."""
+        index = next((i for i, p in enumerate(workload.pod_sets) if p.min_count is not None), None)
+        if index is None:
+            return False
+        pod_set = workload.pod_sets[index]
+        low, high = pod_set.min_count or 1, pod_set.count - 1
+        best: tuple[Assignment, dict[str, object]] | None = None
+        counts = [p.count for p in workload.pod_sets]
+        while low <= high:
+            middle = (low + high) // 2
+            counts[index] = middle
+            candidate = self.assign(cq, workload, list(counts))
+            placements = None
+            if candidate.mode is Mode.FIT:
+                placements, _ = self.engine.placements.place(cq, workload, candidate)
+            if placements is not None:
+                best = (candidate, placements)
+                low = middle + 1
+            else:
+                high = middle - 1
+        if best is None:
+            return False
+        self._admit(cq, workload, best[0], best[1])
+        return True
+
+    def _admit(
+        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, placements: dict[str, object]
+    ) -> None:
+        pod_sets = [
+            PodSetAssignment(c.pod_set.name, c.count, dict(c.flavors), dict(c.usage)) for c in assignment.pod_sets
+        ]
+        admission = Admission(cq.name, pod_sets, dict(assignment.usage), placements=dict(placements))
+        self.engine.admit(workload, cq, admission, self.now)
+        self._changes += 1
+        self.result.pending.pop(workload.key, None)
+        self.result.admitted.append(
+            AdmittedWorkload(
+                key=workload.key,
+                cluster_queue=cq.name,
+                flavors=admission.flavors,
+                usage=dict(admission.usage),
+                borrowed=dict(admission.borrowed),
+                counts={p.name: p.count for p in pod_sets},
+                placement=dict(placements),
+            )
+        )
+
+    def _park(self, cq: ClusterQueueInfo, workload: WorkloadInfo, reason: str) -> None:
+        workload.reason = reason
+        self.result.pending[workload.key] = reason
+        cq.queue.park(workload, reason)

@@ -1,0 +1,382 @@
+"""The admission engine: Kueue objects and Workloads in, admission decisions out.
+
+Pure and deterministic: no I/O, and no clock but the ``now`` each call passes in (seconds, any
+epoch). The same engine runs behind the webhook, the controllers, the simulator and the CLI.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from datetime import datetime
+
+from runtimes.k8s.core import Node
+from runtimes.k8s.meta import Resource
+from scheduler.api.kueue import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    Topology,
+    Workload,
+    WorkloadPriorityClass,
+)
+from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
+from scheduler.engine.config import EngineConfig
+from scheduler.engine.cycle import AdmissionCycle
+from scheduler.engine.placement import PlacementBook
+from scheduler.engine.results import CycleResult, EvictedWorkload
+from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo, WorkloadState, workload_info
+
+
+def parse_timestamp(text: str | None) -> float | None:
+    """RFC 3339 (as Kubernetes writes timestamps) to epoch seconds; None if absent or unreadable."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class AdmissionEngine:
+    """Kueue-compatible admission over ClusterQueues, Cohorts and gang placement."""
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.model = ClusterModel()
+        self.workloads: dict[str, WorkloadInfo] = {}
+        self.placements = PlacementBook(self.model)
+        self._sequence = itertools.count()
+        self._timers: list[tuple[float, int, str, str]] = []  # (when, seq, kind, key)
+        self._unrouted: dict[str, WorkloadInfo] = {}  # waiting for their LocalQueue/ClusterQueue
+        self._dirty = False
+
+    # ------------------------------------------------------------------------------ objects
+
+    def apply(self, obj: Resource) -> None:
+        """Add or replace a queue object or Node."""
+        model = self.model
+        match obj:
+            case ResourceFlavor():
+                model.flavors[obj.name] = obj
+                self.placements.invalidate()
+            case ClusterQueue():
+                model.cluster_queue_objects[obj.name] = obj
+            case Cohort():
+                model.cohort_objects[obj.name] = obj
+            case LocalQueue():
+                model.local_queues[f"{obj.namespace or 'default'}/{obj.name}"] = obj
+            case WorkloadPriorityClass():
+                model.priority_classes[obj.name] = obj
+            case Topology():
+                model.topologies[obj.name] = obj
+                self.placements.invalidate()
+            case Node():
+                model.nodes[obj.name] = obj
+                self.placements.node_changed(obj)
+            case _:
+                raise TypeError(f"the engine does not take {type(obj).__name__} objects")
+        self._dirty = True
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        model = self.model
+        tables: dict[str, dict[str, object]] = {
+            "ResourceFlavor": model.flavors,  # type: ignore[dict-item]
+            "ClusterQueue": model.cluster_queue_objects,  # type: ignore[dict-item]
+            "Cohort": model.cohort_objects,  # type: ignore[dict-item]
+            "LocalQueue": model.local_queues,  # type: ignore[dict-item]
+            "WorkloadPriorityClass": model.priority_classes,  # type: ignore[dict-item]
+            "Topology": model.topologies,  # type: ignore[dict-item]
+            "Node": model.nodes,  # type: ignore[dict-item]
+        }
+        if kind not in tables:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(tables)}")
+        tables[kind].pop(f"{namespace or 'default'}/{name}" if kind == "LocalQueue" else name, None)
+        if kind == "Node":
+            self.placements.node_removed(name)
+        elif kind in ("ResourceFlavor", "Topology"):
+            self.placements.invalidate()
+        self._dirty = True
+
+    def set_namespace(self, name: str, labels: dict[str, str]) -> None:
+        self.model.namespaces[name] = dict(labels)
+        self._dirty = True
+
+    def _refresh(self) -> None:
+        """Recompile the quota tree after object changes and give every waiting workload a new try."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        self.model.rebuild(self.model.cluster_queues)
+        for info in self.model.cluster_queues.values():
+            info.queue.unpark_all()
+        for workload in list(self._unrouted.values()):
+            self._route(workload)
+
+    # ------------------------------------------------------------------------------ workloads
+
+    def priority_of(self, workload: Workload) -> int:
+        name = workload.priority_class_name
+        if name is not None:
+            wpc = self.model.priority_classes.get(name)
+            if wpc is not None:
+                return wpc.value
+        return workload.spec.priority or 0
+
+    def submit(self, workload: Workload, now: float) -> str:
+        """Queue a workload; one that carries ``status.admission`` is taken as admitted."""
+        self._refresh()
+        created = parse_timestamp(workload.metadata.creation_timestamp)
+        info = workload_info(
+            workload,
+            priority=self.priority_of(workload),
+            created=now if created is None else created,
+            sequence=next(self._sequence),
+        )
+        previous = self.workloads.get(info.key)
+        if previous is not None and previous.state is WorkloadState.ADMITTED:
+            self._release(previous)
+        self.workloads[info.key] = info
+        status = workload.status
+        if status.is_true("Finished"):
+            info.state = WorkloadState.FINISHED
+            info.reason = "finished"
+        elif not info.active:
+            info.state = WorkloadState.DEACTIVATED
+            info.reason = "spec.active is false"
+        elif status.admission is not None:
+            self._restore_admission(info, workload, now)
+        else:
+            self._route(info)
+        return info.key
+
+    def _restore_admission(self, info: WorkloadInfo, workload: Workload, now: float) -> None:
+        assert workload.status.admission is not None
+        admission = workload.status.admission
+        cq = self.model.cluster_queues.get(admission.cluster_queue)
+        pod_sets: list[PodSetAssignment] = []
+        usage: dict[tuple[str, str], int] = {}
+        by_name = {p.name: p for p in info.pod_sets}
+        for assignment in admission.pod_set_assignments:
+            pod_set = by_name.get(assignment.name)
+            count = assignment.count if assignment.count is not None else (pod_set.count if pod_set else 0)
+            ps_usage: dict[tuple[str, str], int] = {}
+            if assignment.resource_usage:
+                for resource, quantity in assignment.resource_usage.items():
+                    flavor = assignment.flavors.get(resource)
+                    if flavor is not None:
+                        ps_usage[(flavor, resource)] = quantity.amount(resource)
+            elif pod_set is not None:
+                for resource, amount in pod_set.total(count).items():
+                    flavor = assignment.flavors.get(resource)
+                    if flavor is not None:
+                        ps_usage[(flavor, resource)] = amount
+            for fr, amount in ps_usage.items():
+                usage[fr] = usage.get(fr, 0) + amount
+            pod_sets.append(PodSetAssignment(assignment.name, count, dict(assignment.flavors), ps_usage))
+        info.cluster_queue = admission.cluster_queue
+        info.admission = Admission(admission.cluster_queue, pod_sets, usage)
+        reserved = workload.status.condition("QuotaReserved")
+        stamp = parse_timestamp(reserved.last_transition_time) if reserved else None
+        info.admitted_at = now if stamp is None else stamp
+        info.state = WorkloadState.ADMITTED
+        info.pods_ready = workload.status.is_true("PodsReady")
+        if cq is not None:
+            cq.admitted[info.key] = info
+            for fr, amount in usage.items():
+                cq.node.add_usage(fr, amount)
+            info.admission.borrowed = {fr: cq.node.borrowed(fr) for fr in usage if cq.node.borrowed(fr)}
+        self.placements.restore(info, workload)
+        self._arm_pods_ready_timer(info)
+
+    def _route(self, workload: WorkloadInfo) -> None:
+        """Put a pending workload in its ClusterQueue's queue, or hold it until that exists."""
+        lq = self.model.local_queues.get(f"{workload.namespace}/{workload.local_queue}")
+        if not workload.local_queue:
+            workload.reason = "the workload names no LocalQueue (spec.queueName)"
+        elif lq is None:
+            workload.reason = f"LocalQueue {workload.local_queue} doesn't exist in namespace {workload.namespace}"
+        elif lq.spec.cluster_queue not in self.model.cluster_queues:
+            workload.reason = f"ClusterQueue {lq.spec.cluster_queue} doesn't exist"
+        else:
+            self._unrouted.pop(workload.key, None)
+            workload.cluster_queue = lq.spec.cluster_queue
+            workload.state = WorkloadState.PENDING
+            self.model.cluster_queues[lq.spec.cluster_queue].queue.push(workload)
+            return
+        workload.state = WorkloadState.INADMISSIBLE
+        workload.cluster_queue = lq.spec.cluster_queue if lq is not None else None
+        self._unrouted[workload.key] = workload
+
+    def pods_ready(self, key: str, now: float) -> None:
+        workload = self.workloads.get(key)
+        if workload is not None:
+            workload.pods_ready = True
+
+    def finish(self, key: str, now: float) -> None:
+        """The workload finished or was deleted: release what it holds."""
+        workload = self.workloads.get(key)
+        if workload is None:
+            return
+        if workload.state is WorkloadState.ADMITTED:
+            self._release(workload)
+        self._unrouted.pop(key, None)
+        workload.state = WorkloadState.FINISHED
+        workload.reason = "finished"
+
+    def evict(self, key: str, reason: str, now: float, *, message: str = "") -> EvictedWorkload | None:
+        """Evict an admitted workload (node failure, stop policy...) and requeue it with backoff."""
+        workload = self.workloads.get(key)
+        if workload is None or workload.state is not WorkloadState.ADMITTED:
+            return None
+        return self._evict_with_backoff(workload, reason, message or reason, now)
+
+    # ------------------------------------------------------------------------------ the cycle
+
+    def schedule(self, now: float) -> CycleResult:
+        """Run admission until nothing more can be admitted (one round when configured as Kueue)."""
+        self._refresh()
+        result = CycleResult()
+        self._fire_timers(now, result)
+        cycle = AdmissionCycle(self, now, result)
+        limit = 4 * (len(self.workloads) + 4)  # a guard against any preemption ping-pong
+        while cycle.run_round() and result.rounds < limit:
+            if not self.config.multiple_admissions_per_cycle:
+                break
+        return result
+
+    def next_timer(self) -> float | None:
+        """The earliest time a timeout or backoff expiry wants ``schedule`` to run again."""
+        while self._timers:
+            when, _, kind, key = self._timers[0]
+            if self._timer_live(kind, key, when):
+                return when
+            heapq.heappop(self._timers)
+        return None
+
+    # ------------------------------------------------------------------------------ helpers
+
+    def cluster_queue_of(self, workload: WorkloadInfo) -> ClusterQueueInfo | None:
+        return self.model.cluster_queues.get(workload.cluster_queue or "")
+
+    def unpark_cohort(self, cq: ClusterQueueInfo) -> None:
+        """Capacity changed under ``cq``'s cohort tree: parked workloads there may fit now."""
+        for leaf in cq.node.root().leaves():
+            info = self.model.cluster_queues.get(leaf.name)
+            if info is not None:
+                info.queue.unpark_all()
+
+    def admit(self, workload: WorkloadInfo, cq: ClusterQueueInfo, admission: Admission, now: float) -> None:
+        for fr, amount in admission.usage.items():
+            cq.node.add_usage(fr, amount)
+        admission.borrowed = {fr: cq.node.borrowed(fr) for fr in admission.usage if cq.node.borrowed(fr)}
+        workload.admission = admission
+        workload.state = WorkloadState.ADMITTED
+        workload.admitted_at = now
+        workload.pods_ready = False
+        workload.reason = ""
+        cq.admitted[workload.key] = workload
+        self.placements.reserve(admission)
+        self._arm_pods_ready_timer(workload)
+
+    def _release(self, workload: WorkloadInfo) -> None:
+        cq = self.cluster_queue_of(workload)
+        if workload.admission is not None:
+            self.placements.release(workload.admission)
+            if cq is not None:
+                for fr, amount in workload.admission.usage.items():
+                    cq.node.remove_usage(fr, amount)
+        if cq is not None:
+            cq.admitted.pop(workload.key, None)
+            self.unpark_cohort(cq)
+        workload.admission = None
+
+    def requeue(self, workload: WorkloadInfo, reason: str, message: str, now: float) -> None:
+        """Evicted now, back in its queue at once (preemption keeps the creation order)."""
+        self._release(workload)
+        workload.evictions.append((now, reason, message))
+        workload.state = WorkloadState.PENDING
+        workload.reason = message
+        self._route(workload)
+
+    def _evict_with_backoff(self, workload: WorkloadInfo, reason: str, message: str, now: float) -> EvictedWorkload:
+        self._release(workload)
+        workload.evictions.append((now, reason, message))
+        workload.requeue_count += 1
+        wait = self.config.wait_for_pods_ready
+        strategy = wait.requeuing if wait is not None else None
+        limit = strategy.backoff_limit_count if strategy is not None else None
+        if limit is not None and workload.requeue_count > limit:
+            workload.state = WorkloadState.DEACTIVATED
+            workload.reason = f"{message}; deactivated: requeuing limit exceeded (RequeuingLimitExceeded)"
+            return EvictedWorkload(workload.key, reason, workload.reason, None)
+        delay = strategy.backoff(workload.requeue_count) if strategy is not None else 0.0
+        if strategy is None or strategy.timestamp == "Eviction":
+            workload.queue_order_time = now
+        workload.requeue_at = now + delay
+        workload.state = WorkloadState.PENDING
+        workload.cluster_queue = None
+        workload.reason = f"{message}; requeued after a backoff of {delay:g}s"
+        heapq.heappush(self._timers, (workload.requeue_at, next(self._sequence), "requeue", workload.key))
+        return EvictedWorkload(workload.key, reason, message, workload.requeue_at)
+
+    def _arm_pods_ready_timer(self, workload: WorkloadInfo) -> None:
+        wait = self.config.wait_for_pods_ready
+        if wait is not None and not workload.pods_ready:
+            deadline = workload.admitted_at + wait.timeout_seconds
+            heapq.heappush(self._timers, (deadline, next(self._sequence), "pods-ready", workload.key))
+
+    def _timer_live(self, kind: str, key: str, when: float) -> bool:
+        workload = self.workloads.get(key)
+        if workload is None:
+            return False
+        wait = self.config.wait_for_pods_ready
+        if kind == "pods-ready":
+            return (
+                wait is not None
+                and workload.state is WorkloadState.ADMITTED
+                and not workload.pods_ready
+                and workload.admitted_at + wait.timeout_seconds == when
+            )
+        return workload.state is WorkloadState.PENDING and workload.requeue_at == when
+
+    def _fire_timers(self, now: float, result: CycleResult) -> None:
+        while self._timers and self._timers[0][0] <= now:
+            when, _, kind, key = heapq.heappop(self._timers)
+            if not self._timer_live(kind, key, when):
+                continue
+            workload = self.workloads[key]
+            if kind == "pods-ready":
+                wait = self.config.wait_for_pods_ready
+                assert wait is not None
+                message = f"PodsReady condition not met within {wait.timeout_seconds:g}s of admission"
+                result.evicted.append(self._evict_with_backoff(workload, "PodsReadyTimeout", message, now))
+            else:
+                workload.requeue_at = None
+                self._route(workload)
+
+    # ------------------------------------------------------------------------------ feasibility
+
+    def never_fits_reason(self, workload: Workload) -> str | None:
+        """Why ``workload`` could never be admitted, even on an empty cluster; None if it could.
+
+        Quota: its total request must be reachable through borrowing up the cohort (Kueue's
+        ``potentialAvailable``) in some flavor that suits its pods. Topology: a domain at the
+        required level must hold the gang when nothing else runs.
+        """
+        from scheduler.engine.flavors import Mode, assign_flavors
+
+        self._refresh()
+        info = workload_info(workload, priority=self.priority_of(workload), created=0.0, sequence=-1)
+        lq = self.model.local_queues.get(f"{info.namespace}/{info.local_queue}")
+        if lq is None:
+            return f"LocalQueue {info.local_queue!r} does not exist in namespace {info.namespace}"
+        cq = self.model.cluster_queues.get(lq.spec.cluster_queue)
+        if cq is None:
+            return f"ClusterQueue {lq.spec.cluster_queue!r} (of LocalQueue {info.local_queue}) does not exist"
+        assignment = assign_flavors(cq, info, self.model.flavors, None, empty=True)
+        if assignment.mode is not Mode.FIT:
+            return assignment.message()
+        placements, why = self.placements.place(cq, info, assignment, simulate_empty=True)
+        return None if placements is not None else why

@@ -1,0 +1,151 @@
+"""The engine's bridge to gang placement: one topology placer per TAS ResourceFlavor.
+
+Quota is decided by the flavor assignment; for flavors with a ``topologyName`` the workload is
+admitted only when every pod set assigned to that flavor also gets a gang placement on the
+flavor's topology. Placers are built lazily from the Nodes the engine was given and rebuilt when
+a Topology or ResourceFlavor changes; admitted placements are re-reserved after a rebuild.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runtimes.k8s.core import Node
+from scheduler.api.kueue import Workload
+
+if TYPE_CHECKING:
+    from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
+    from scheduler.engine.flavors import Assignment
+    from scheduler.engine.workloads import Admission, WorkloadInfo
+    from scheduler.topology import GangPlacement, TopologyPlacer
+
+
+class PlacementBook:
+    def __init__(self, model: ClusterModel) -> None:
+        self.model = model
+        self._placers: dict[str, TopologyPlacer] = {}
+        self._stale = True
+        self._reserved: dict[int, tuple[str, GangPlacement]] = {}  # id(placement) -> (flavor, placement)
+
+    # ------------------------------------------------------------------------------ lifecycle
+
+    def invalidate(self) -> None:
+        self._stale = True
+
+    def node_changed(self, node: Node) -> None:
+        if self._stale:
+            return
+        for placer in self._placers.values():
+            placer.update_node(node)
+
+    def node_removed(self, name: str) -> None:
+        if self._stale:
+            return
+        for placer in self._placers.values():
+            placer.remove_node(name)
+
+    def _placer(self, flavor_name: str) -> TopologyPlacer | None:
+        if self._stale:
+            self._rebuild()
+        return self._placers.get(flavor_name)
+
+    def _rebuild(self) -> None:
+        from scheduler.topology import TopologyPlacer
+
+        self._stale = False
+        self._placers = {}
+        for name, flavor in self.model.flavors.items():
+            topology_name = flavor.spec.topology_name
+            topology = self.model.topologies.get(topology_name) if topology_name else None
+            if topology is not None:
+                self._placers[name] = TopologyPlacer.build(topology, flavor, self.model.nodes.values())
+        for flavor_name, placement in self._reserved.values():
+            placer = self._placers.get(flavor_name)
+            if placer is not None:
+                placer.reserve(placement)
+
+    def is_topology_flavor(self, flavor_name: str) -> bool:
+        flavor = self.model.flavors.get(flavor_name)
+        return flavor is not None and bool(flavor.spec.topology_name)
+
+    def needs_placement(self, assignment: Assignment) -> bool:
+        return any(self.is_topology_flavor(f) for choice in assignment.pod_sets for f in choice.flavors.values())
+
+    # ------------------------------------------------------------------------------ placing
+
+    def place(
+        self,
+        cq: ClusterQueueInfo,
+        workload: WorkloadInfo,
+        assignment: Assignment,
+        *,
+        simulate_empty: bool = False,
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Gang placements per TAS flavor (empty when none is needed), or None and why not."""
+        requests = self._requests(workload, assignment)
+        if not requests:
+            return {}, None
+        from scheduler.topology import GangPlacement
+
+        placements: dict[str, Any] = {}
+        for flavor_name, request in requests.items():
+            placer = self._placer(flavor_name)
+            if placer is None:
+                return None, f"Topology of ResourceFlavor {flavor_name} is not known"
+            outcome = placer.place(request, simulate_empty=simulate_empty)
+            if not isinstance(outcome, GangPlacement):
+                return None, f"no topology placement in flavor {flavor_name}: {outcome.reason}"
+            placements[flavor_name] = outcome
+        return placements, None
+
+    def fits_without(
+        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, victims: list[WorkloadInfo]
+    ) -> bool:
+        """Would the workload get a placement if ``victims`` gave their nodes back?"""
+        released = [v.admission for v in victims if v.admission is not None and v.admission.placements]
+        for admission in released:
+            self.release(admission)
+        try:
+            placements, _ = self.place(cq, workload, assignment)
+            return placements is not None
+        finally:
+            for admission in released:
+                self.reserve(admission)
+
+    def _requests(self, workload: WorkloadInfo, assignment: Assignment) -> dict[str, Any]:
+        if not self.needs_placement(assignment):
+            return {}
+        from scheduler.topology import GangRequest, pod_set_request_from_template
+
+        by_flavor: dict[str, list[Any]] = {}
+        for choice in assignment.pod_sets:
+            flavors = {f for f in choice.flavors.values() if self.is_topology_flavor(f)}
+            for flavor_name in sorted(flavors):
+                request = pod_set_request_from_template(choice.pod_set.name, choice.count, choice.pod_set.template)
+                by_flavor.setdefault(flavor_name, []).append(request)
+        return {flavor: GangRequest.of(*pod_sets) for flavor, pod_sets in by_flavor.items()}
+
+    # ------------------------------------------------------------------------------ bookkeeping
+
+    def reserve(self, admission: Admission) -> None:
+        for flavor_name, placement in admission.placements.items():
+            self._reserved[id(placement)] = (flavor_name, placement)
+            placer = self._placers.get(flavor_name) if not self._stale else None
+            if placer is not None:
+                placer.reserve(placement)
+
+    def release(self, admission: Admission) -> None:
+        for flavor_name, placement in admission.placements.items():
+            if self._reserved.pop(id(placement), None) is None:
+                continue
+            placer = self._placers.get(flavor_name) if not self._stale else None
+            if placer is not None:
+                placer.release(placement)
+
+    def restore(self, info: WorkloadInfo, workload: Workload) -> None:
+        """A workload admitted before the engine started: its pods already hold their nodes.
+
+        The placement recorded in ``status.admission`` is Kueue's compressed topology assignment,
+        which names domains but not pod indexes; capacity is re-derived from running pods by the
+        controllers, so nothing is reserved here.
+        """

@@ -1,0 +1,334 @@
+"""Preemption (Kueue pkg/scheduler/preemption): who may be evicted so a workload fits.
+
+Candidates are admitted workloads that use a contested (flavor, resource):
+- in the preemptor's own ClusterQueue, allowed by ``withinClusterQueue``;
+- in other ClusterQueues of the cohort tree that borrow on a contested resource, allowed by
+  ``reclaimWithinCohort`` — and, while the preemptor itself would still borrow, only by
+  ``borrowWithinCohort`` (lower priority, under ``maxPriorityThreshold``).
+
+Candidates are ordered as Kueue orders them (other ClusterQueues first, lower priority first,
+most recently admitted first, then UID), removed one by one until the preemptor fits, and then
+filled back in reverse so that the victim set is minimal. With fair sharing, candidates come
+from the ClusterQueues with the highest dominant resource share, under Kueue's strategies
+LessThanOrEqualToFinalShare then LessThanInitialShare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from scheduler.api.kueue import ClusterQueuePreemption
+from scheduler.engine.cluster import ClusterQueueInfo
+from scheduler.engine.fairsharing import dominant_resource_share
+from scheduler.engine.quota import FlavorResource, QuotaNode
+from scheduler.engine.workloads import WorkloadInfo
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+
+# extra_fit(victims) -> bool: a further condition the preemptor must meet with ``victims``
+# gone (the gang placement on a topology); None means quota alone decides.
+ExtraFit = Callable[[list[WorkloadInfo]], bool]
+
+
+@dataclass(slots=True)
+class Victim:
+    workload: WorkloadInfo
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class _Candidate:
+    workload: WorkloadInfo
+    cluster_queue: ClusterQueueInfo
+    same_queue: bool
+
+
+def satisfies_policy(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
+    """Kueue's SatisfiesPreemptionPolicy for one candidate."""
+    if policy == "LowerPriority":
+        return candidate.priority < preemptor.priority
+    if policy == "LowerOrNewerEqualPriority":
+        return candidate.priority < preemptor.priority or (
+            candidate.priority == preemptor.priority and candidate.queue_order_time > preemptor.queue_order_time
+        )
+    return policy == "Any"
+
+
+def _uses(workload: WorkloadInfo, contested: Iterable[FlavorResource]) -> bool:
+    usage = workload.admission.usage if workload.admission else {}
+    return any(usage.get(fr, 0) > 0 for fr in contested)
+
+
+def _ordering(candidate: _Candidate) -> tuple[bool, int, float, str]:
+    w = candidate.workload
+    return (candidate.same_queue, w.priority, -w.admitted_at, w.uid)
+
+
+def _remove(cq: ClusterQueueInfo, workload: WorkloadInfo) -> None:
+    assert workload.admission is not None
+    for fr, amount in workload.admission.usage.items():
+        cq.node.remove_usage(fr, amount)
+
+
+def _restore(cq: ClusterQueueInfo, workload: WorkloadInfo) -> None:
+    assert workload.admission is not None
+    for fr, amount in workload.admission.usage.items():
+        cq.node.add_usage(fr, amount)
+
+
+def _fits(cq: ClusterQueueInfo, usage: dict[FlavorResource, int], allow_borrowing: bool) -> bool:
+    node = cq.node
+    for fr, amount in usage.items():
+        if amount > node.available(fr):
+            return False
+        if not allow_borrowing and node.borrowing_with(fr, amount):
+            return False
+    return True
+
+
+class _Removal:
+    """Candidates taken out of the quota tree while a search runs; ``restore_all`` undoes it."""
+
+    def __init__(self, cq: ClusterQueueInfo, usage: dict[FlavorResource, int], extra_fit: ExtraFit | None) -> None:
+        self.cq = cq
+        self.usage = usage
+        self.extra_fit = extra_fit
+        self.out: list[_Candidate] = []
+
+    def take(self, candidate: _Candidate) -> None:
+        _remove(candidate.cluster_queue, candidate.workload)
+        self.out.append(candidate)
+
+    def give_back(self, candidate: _Candidate) -> None:
+        _restore(candidate.cluster_queue, candidate.workload)
+        self.out.remove(candidate)
+
+    def fits(self, allow_borrowing: bool) -> bool:
+        return _fits(self.cq, self.usage, allow_borrowing) and (
+            self.extra_fit is None or self.extra_fit([c.workload for c in self.out])
+        )
+
+    def fill_back(self, allow_borrowing: bool) -> list[_Candidate]:
+        """Re-admit, newest removal first (the last one is needed), every victim not needed."""
+        for candidate in reversed(self.out[:-1]):
+            self.give_back(candidate)
+            if not self.fits(allow_borrowing):
+                self.take(candidate)
+        return list(self.out)
+
+    def restore_all(self) -> None:
+        for candidate in reversed(self.out):
+            _restore(candidate.cluster_queue, candidate.workload)
+        self.out.clear()
+
+
+def _search(
+    cq: ClusterQueueInfo,
+    usage: dict[FlavorResource, int],
+    candidates: list[_Candidate],
+    allow_borrowing: bool,
+    extra_fit: ExtraFit | None,
+) -> list[_Candidate] | None:
+    """Remove candidates in order until the preemptor fits, then fill back: a minimal set."""
+    removal = _Removal(cq, usage, extra_fit)
+    try:
+        for candidate in candidates:
+            removal.take(candidate)
+            if removal.fits(allow_borrowing):
+                return removal.fill_back(allow_borrowing)
+        return None
+    finally:
+        removal.restore_all()
+
+
+def _contested(cq: ClusterQueueInfo, usage: dict[FlavorResource, int]) -> list[FlavorResource]:
+    return [fr for fr, amount in usage.items() if amount > cq.node.available(fr)]
+
+
+def find_victims(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    usage: dict[FlavorResource, int],
+    cluster_queues: dict[str, ClusterQueueInfo],
+    *,
+    fair_sharing: bool,
+    extra_fit: ExtraFit | None = None,
+) -> list[Victim] | None:
+    """The victims to evict so ``preemptor`` fits with ``usage``, or None when none will do."""
+    contested = _contested(cq, usage)
+    if not contested and extra_fit is None:
+        return []
+    if not contested:
+        contested = list(usage)
+    policy = cq.spec.spec.preemption
+    if fair_sharing:
+        return _fair_sharing_victims(cq, preemptor, usage, contested, cluster_queues, policy, extra_fit)
+    return _classical_victims(cq, preemptor, usage, contested, cluster_queues, policy, extra_fit)
+
+
+def _own_candidates(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    contested: list[FlavorResource],
+    policy: ClusterQueuePreemption,
+) -> list[_Candidate]:
+    if policy.within_cluster_queue == "Never":
+        return []
+    return [
+        _Candidate(w, cq, True)
+        for w in cq.admitted.values()
+        if w is not preemptor and _uses(w, contested) and satisfies_policy(policy.within_cluster_queue, preemptor, w)
+    ]
+
+
+def _cohort_candidates(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    contested: list[FlavorResource],
+    cluster_queues: dict[str, ClusterQueueInfo],
+    policy_name: str,
+    also: Callable[[WorkloadInfo], bool] = lambda _: True,
+) -> list[_Candidate]:
+    if cq.node.parent is None or policy_name == "Never":
+        return []
+    found: list[_Candidate] = []
+    for leaf in cq.node.root().leaves():
+        if leaf is cq.node:
+            continue
+        other = cluster_queues.get(leaf.name)
+        if other is None or not any(leaf.is_borrowing(fr) for fr in contested):
+            continue  # only ClusterQueues over their nominal quota can be reclaimed from
+        found.extend(
+            _Candidate(w, other, False)
+            for w in other.admitted.values()
+            if _uses(w, contested) and satisfies_policy(policy_name, preemptor, w) and also(w)
+        )
+    return found
+
+
+def _classical_victims(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    usage: dict[FlavorResource, int],
+    contested: list[FlavorResource],
+    cluster_queues: dict[str, ClusterQueueInfo],
+    policy: ClusterQueuePreemption,
+    extra_fit: ExtraFit | None,
+) -> list[Victim] | None:
+    own = _own_candidates(cq, preemptor, contested, policy)
+    node = cq.node
+    within_nominal_possible = all(amount <= node.subtree.get(fr, 0) for fr, amount in usage.items())
+    # 1. Reclaim without borrowing: the preemptor ends within its nominal quota, so any borrower
+    #    the reclaim policy allows may be evicted.
+    if within_nominal_possible:
+        reclaim = _cohort_candidates(cq, preemptor, contested, cluster_queues, policy.reclaim_within_cohort)
+        chosen = _search(cq, usage, sorted(own + reclaim, key=_ordering), False, extra_fit)
+        if chosen is not None:
+            return [_victim(c, cq, preemptor, borrowing=False) for c in chosen]
+    # 2. Preemption while borrowing: own queue, plus lower-priority borrowers when
+    #    borrowWithinCohort allows it.
+    borrow_policy = policy.borrow_within_cohort
+    while_borrowing: list[_Candidate] = []
+    if borrow_policy is not None and borrow_policy.policy == "LowerPriority":
+        threshold = borrow_policy.max_priority_threshold
+        while_borrowing = _cohort_candidates(
+            cq,
+            preemptor,
+            contested,
+            cluster_queues,
+            "LowerPriority",
+            lambda w: threshold is None or w.priority <= threshold,
+        )
+        if policy.reclaim_within_cohort == "Never":
+            while_borrowing = []
+    chosen = _search(cq, usage, sorted(own + while_borrowing, key=_ordering), True, extra_fit)
+    if chosen is None:
+        return None
+    return [_victim(c, cq, preemptor, borrowing=True) for c in chosen]
+
+
+def _victim(candidate: _Candidate, cq: ClusterQueueInfo, preemptor: WorkloadInfo, borrowing: bool) -> Victim:
+    if candidate.same_queue:
+        reason = IN_CLUSTER_QUEUE
+    elif borrowing:
+        reason = IN_COHORT_RECLAIM_WHILE_BORROWING
+    else:
+        reason = IN_COHORT_RECLAMATION
+    return Victim(candidate.workload, reason, _message(preemptor, reason))
+
+
+def _message(preemptor: WorkloadInfo, reason: str) -> str:
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor.uid}, key: {preemptor.key}) "
+        f"due to {_reason_words(reason)}"
+    )
+
+
+def _reason_words(reason: str) -> str:
+    return {
+        IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+        IN_COHORT_RECLAMATION: "reclamation within the cohort",
+        IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+        IN_COHORT_FAIR_SHARING: "fair sharing within the cohort",
+    }[reason]
+
+
+def _fair_sharing_victims(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    usage: dict[FlavorResource, int],
+    contested: list[FlavorResource],
+    cluster_queues: dict[str, ClusterQueueInfo],
+    policy: ClusterQueuePreemption,
+    extra_fit: ExtraFit | None,
+) -> list[Victim] | None:
+    own = sorted(_own_candidates(cq, preemptor, contested, policy), key=_ordering)
+    others = _cohort_candidates(cq, preemptor, contested, cluster_queues, policy.reclaim_within_cohort)
+    node = cq.node
+    within_nominal = all(node.usage.get(fr, 0) + usage[fr] <= node.subtree.get(fr, 0) for fr in contested)
+    for strict in (False, True):  # LessThanOrEqualToFinalShare, then LessThanInitialShare
+        removal = _Removal(cq, usage, extra_fit)
+        try:
+            fits = False
+            for candidate in own:
+                removal.take(candidate)
+                if removal.fits(True):
+                    fits = True
+                    break
+            pool = list(others)
+            while not fits and pool:
+                # the ClusterQueue with the highest share gives up a workload first
+                pool.sort(key=lambda c: (-dominant_resource_share(c.cluster_queue.node, {}), _ordering(c)))
+                candidate = pool.pop(0)
+                if not within_nominal and not _fair_share_allows(node, usage, candidate, strict):
+                    continue
+                removal.take(candidate)
+                fits = removal.fits(True)
+            if fits:
+                chosen = removal.fill_back(True)
+                return [
+                    Victim(c.workload, reason, _message(preemptor, reason))
+                    for c in chosen
+                    for reason in [IN_CLUSTER_QUEUE if c.same_queue else IN_COHORT_FAIR_SHARING]
+                ]
+        finally:
+            removal.restore_all()
+    return None
+
+
+def _fair_share_allows(node: QuotaNode, usage: dict[FlavorResource, int], candidate: _Candidate, strict: bool) -> bool:
+    """Kueue's fair-sharing preemption strategies for a candidate in another ClusterQueue."""
+    preemptor_share = dominant_resource_share(node, usage)
+    target = candidate.cluster_queue.node
+    if strict:  # LessThanInitialShare
+        return preemptor_share < dominant_resource_share(target, {})
+    _remove(candidate.cluster_queue, candidate.workload)  # LessThanOrEqualToFinalShare
+    try:
+        return preemptor_share <= dominant_resource_share(target, {})
+    finally:
+        _restore(candidate.cluster_queue, candidate.workload)

@@ -1,0 +1,165 @@
+"""Hierarchical quota arithmetic: ClusterQueues and Cohorts as one tree of resource nodes.
+
+Follows Kueue's ``pkg/cache/scheduler/resource_node.go`` per (flavor, resource):
+
+- ``subtree`` = own nominal + Σ children (child.subtree − child.guaranteed)
+- ``guaranteed`` = max(0, subtree − lendingLimit) when a lending limit is set, else 0: capacity
+  that never leaves the node's subtree.
+- a cohort's ``usage`` = Σ children's usage beyond their guaranteed quota.
+- ``available`` = what one more workload may take now, through borrowing limits up the tree;
+  ``potential_available`` = the same with an empty cluster (the most a workload can ever get).
+
+All amounts are engine integers (milli-cpu, bytes, counts); absent keys mean zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+FlavorResource = tuple[str, str]  # (flavor, resource)
+
+
+@dataclass(eq=False, slots=True)
+class QuotaNode:
+    """One ClusterQueue (a leaf) or Cohort in the quota tree."""
+
+    name: str
+    is_cohort: bool
+    parent: QuotaNode | None = None
+    children: list[QuotaNode] = field(default_factory=list)
+    nominal: dict[FlavorResource, int] = field(default_factory=dict)
+    borrowing_limit: dict[FlavorResource, int] = field(default_factory=dict)
+    lending_limit: dict[FlavorResource, int] = field(default_factory=dict)
+    subtree: dict[FlavorResource, int] = field(default_factory=dict)
+    guaranteed: dict[FlavorResource, int] = field(default_factory=dict)
+    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    fair_weight: float = 1.0
+
+    # ------------------------------------------------------------------------------ structure
+
+    def root(self) -> QuotaNode:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def ancestors(self) -> list[QuotaNode]:
+        found: list[QuotaNode] = []
+        node = self.parent
+        while node is not None:
+            found.append(node)
+            node = node.parent
+        return found
+
+    def height(self) -> int:
+        return 0 if not self.children else 1 + max(child.height() for child in self.children)
+
+    def leaves(self) -> list[QuotaNode]:
+        if not self.is_cohort:
+            return [self]
+        found: list[QuotaNode] = []
+        for child in self.children:
+            found.extend(child.leaves())
+        return found
+
+    # ------------------------------------------------------------------------------ arithmetic
+
+    def available(self, fr: FlavorResource) -> int:
+        """Quota a new workload of this node may use now for ``fr`` (may be negative)."""
+        if self.parent is None:
+            return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
+        guaranteed = self.guaranteed.get(fr, 0)
+        usage = self.usage.get(fr, 0)
+        local_available = max(0, guaranteed - usage)
+        parent_available = self.parent.available(fr)
+        limit = self.borrowing_limit.get(fr)
+        if limit is not None:
+            stored_in_parent = self.subtree.get(fr, 0) - guaranteed
+            used_in_parent = max(0, usage - guaranteed)
+            parent_available = min(parent_available, stored_in_parent - used_in_parent + limit)
+        return local_available + parent_available
+
+    def potential_available(self, fr: FlavorResource) -> int:
+        """The most this node could ever use for ``fr``, on an otherwise empty tree."""
+        if self.parent is None:
+            return self.subtree.get(fr, 0)
+        most = self.guaranteed.get(fr, 0) + self.parent.potential_available(fr)
+        limit = self.borrowing_limit.get(fr)
+        if limit is not None:
+            most = min(most, self.subtree.get(fr, 0) + limit)
+        return most
+
+    def add_usage(self, fr: FlavorResource, amount: int) -> None:
+        node: QuotaNode | None = self
+        while node is not None and amount > 0:
+            local_available = max(0, node.guaranteed.get(fr, 0) - node.usage.get(fr, 0))
+            node.usage[fr] = node.usage.get(fr, 0) + amount
+            amount -= local_available
+            node = node.parent
+
+    def remove_usage(self, fr: FlavorResource, amount: int) -> None:
+        node: QuotaNode | None = self
+        while node is not None and amount > 0:
+            stored_in_parent = node.usage.get(fr, 0) - node.guaranteed.get(fr, 0)
+            node.usage[fr] = node.usage.get(fr, 0) - amount
+            if stored_in_parent <= 0:
+                return
+            amount = min(amount, stored_in_parent)
+            node = node.parent
+
+    def borrowing_with(self, fr: FlavorResource, amount: int) -> bool:
+        return self.usage.get(fr, 0) + amount > self.subtree.get(fr, 0)
+
+    def is_borrowing(self, fr: FlavorResource) -> bool:
+        return self.parent is not None and self.usage.get(fr, 0) > self.subtree.get(fr, 0)
+
+    def borrowed(self, fr: FlavorResource) -> int:
+        return max(0, self.usage.get(fr, 0) - self.subtree.get(fr, 0)) if self.parent is not None else 0
+
+    def borrow_height(self, fr: FlavorResource, amount: int) -> int:
+        """Height of the lowest subtree (this node = 0) whose own quota holds ``amount`` more.
+
+        Kueue's FindHeightOfLowestSubtreeThatFits: 0 means no borrowing at all; a higher value
+        means the workload borrows from further up the cohort tree.
+        """
+        if self.parent is None or not self.borrowing_with(fr, amount):
+            return 0
+        remaining = amount - max(0, self.guaranteed.get(fr, 0) - self.usage.get(fr, 0))
+        height = 1
+        node = self.parent
+        while node.parent is not None:
+            if not node.borrowing_with(fr, remaining):
+                return height
+            remaining -= max(0, node.guaranteed.get(fr, 0) - node.usage.get(fr, 0))
+            node = node.parent
+            height += 1
+        return height
+
+
+def recompute_subtree_quotas(root: QuotaNode) -> None:
+    """Fill ``subtree`` and ``guaranteed`` bottom-up after the tree's shape or quotas changed."""
+    for child in root.children:
+        recompute_subtree_quotas(child)
+    subtree = dict(root.nominal)
+    for child in root.children:
+        for fr, amount in child.subtree.items():
+            stored = amount - child.guaranteed.get(fr, 0)
+            subtree[fr] = subtree.get(fr, 0) + stored
+    root.subtree = subtree
+    root.guaranteed = {
+        fr: max(0, subtree.get(fr, 0) - limit) for fr, limit in root.lending_limit.items() if root.parent
+    }
+
+
+def recompute_cohort_usage(root: QuotaNode) -> None:
+    """A cohort's usage is what its children use beyond their guaranteed quota."""
+    if not root.is_cohort:
+        return
+    usage: dict[FlavorResource, int] = {}
+    for child in root.children:
+        recompute_cohort_usage(child)
+        for fr, amount in child.usage.items():
+            beyond = amount - child.guaranteed.get(fr, 0)
+            if beyond > 0:
+                usage[fr] = usage.get(fr, 0) + beyond
+    root.usage = usage

@@ -1,0 +1,156 @@
+"""The engine's compact view of a Workload, converted once at the boundary.
+
+Hot loops (flavor assignment, preemption search, simulation) work on these slotted records with
+integer amounts, never on pydantic models.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimes.k8s.core import NodeSelectorTerm, PodTemplateSpec, Toleration, pod_requests
+from scheduler.api.kueue import PodSet, Workload
+from scheduler.engine.quota import FlavorResource
+
+
+class WorkloadState(enum.Enum):
+    PENDING = "Pending"
+    ADMITTED = "Admitted"
+    FINISHED = "Finished"
+    INADMISSIBLE = "Inadmissible"  # can never be admitted as things stand (no queue, inactive...)
+    DEACTIVATED = "Deactivated"  # requeuing limit exceeded or spec.active false
+
+
+@dataclass(slots=True)
+class PodSetInfo:
+    name: str
+    count: int
+    min_count: int | None
+    requests: dict[str, int]  # per pod, engine amounts
+    tolerations: tuple[Toleration, ...]
+    node_selector: dict[str, str]
+    required_affinity: tuple[NodeSelectorTerm, ...]
+    template: PodTemplateSpec
+
+    def total(self, count: int | None = None) -> dict[str, int]:
+        n = self.count if count is None else count
+        return {resource: amount * n for resource, amount in self.requests.items()}
+
+
+@dataclass(slots=True)
+class PodSetAssignment:
+    name: str
+    count: int
+    flavors: dict[str, str]  # resource -> flavor
+    usage: dict[FlavorResource, int]
+
+
+@dataclass(slots=True)
+class Admission:
+    cluster_queue: str
+    pod_sets: list[PodSetAssignment]
+    usage: dict[FlavorResource, int]
+    placements: dict[str, Any] = field(default_factory=dict)  # flavor -> GangPlacement (TAS flavors)
+    borrowed: dict[FlavorResource, int] = field(default_factory=dict)
+
+    @property
+    def flavors(self) -> dict[str, str]:
+        merged: dict[str, str] = {}
+        for pod_set in self.pod_sets:
+            merged.update(pod_set.flavors)
+        return merged
+
+
+@dataclass(eq=False, slots=True)
+class WorkloadInfo:
+    key: str
+    namespace: str
+    name: str
+    uid: str
+    local_queue: str
+    priority: int
+    created: float
+    pod_sets: list[PodSetInfo]
+    shape: str
+    source: Workload | None = None
+    active: bool = True
+    cluster_queue: str | None = None
+    state: WorkloadState = WorkloadState.PENDING
+    admission: Admission | None = None
+    admitted_at: float = 0.0
+    queue_order_time: float = 0.0
+    reason: str = ""
+    pods_ready: bool = False
+    requeue_count: int = 0
+    requeue_at: float | None = None
+    evictions: list[tuple[float, str, str]] = field(default_factory=list)  # (time, reason, message)
+    sequence: int = 0  # submit order, the last tie-break
+
+    def order_key(self) -> tuple[int, float, str]:
+        """Queue order: higher priority first, then earlier timestamp, then UID."""
+        return (-self.priority, self.queue_order_time, self.uid)
+
+
+def _pod_set_info(pod_set: PodSet) -> PodSetInfo:
+    spec = pod_set.template.spec
+    requests = {name: quantity.amount(name) for name, quantity in pod_requests(spec).items()}
+    requests["pods"] = 1
+    affinity = spec.affinity
+    terms: tuple[NodeSelectorTerm, ...] = ()
+    if affinity and affinity.node_affinity:
+        required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if required is not None:
+            terms = tuple(required.node_selector_terms)
+    return PodSetInfo(
+        name=pod_set.name,
+        count=pod_set.count,
+        min_count=pod_set.min_count,
+        requests=requests,
+        tolerations=tuple(spec.tolerations or ()),
+        node_selector=dict(spec.node_selector or {}),
+        required_affinity=terms,
+        template=pod_set.template,
+    )
+
+
+def shape_of(local_queue: str, namespace: str, priority: int, pod_sets: list[PodSetInfo]) -> str:
+    """Scheduling-equivalence hash: workloads of one shape get the same answer from a cycle.
+
+    Like Kueue's SchedulingEquivalenceHashing, a NoFit for one parks all of its shape until
+    capacity changes, so a deep queue of identical jobs costs one attempt, not one per job.
+    """
+    parts: list[str] = [namespace, local_queue, str(priority)]
+    for pod_set in pod_sets:
+        parts.append(pod_set.name)
+        parts.append(str(pod_set.count))
+        parts.append(str(pod_set.min_count))
+        parts.append(repr(sorted(pod_set.requests.items())))
+        parts.append(repr(sorted(pod_set.node_selector.items())))
+        parts.append(repr([t.to_dict() for t in pod_set.tolerations]))
+        parts.append(repr([t.to_dict() for t in pod_set.required_affinity]))
+        parts.append(repr(sorted(pod_set.template.metadata.annotations.items())))
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=12).hexdigest()
+
+
+def workload_info(workload: Workload, *, priority: int, created: float, sequence: int) -> WorkloadInfo:
+    namespace = workload.metadata.namespace or "default"
+    pod_sets = [_pod_set_info(pod_set) for pod_set in workload.spec.pod_sets]
+    local_queue = workload.spec.queue_name or ""
+    return WorkloadInfo(
+        key=f"{namespace}/{workload.metadata.name}",
+        namespace=namespace,
+        name=workload.metadata.name,
+        uid=workload.metadata.uid or f"{namespace}/{workload.metadata.name}",
+        local_queue=local_queue,
+        priority=priority,
+        created=created,
+        queue_order_time=created,
+        pod_sets=pod_sets,
+        shape=shape_of(local_queue, namespace, priority, pod_sets),
+        source=workload,
+        active=workload.spec.active,
+        sequence=sequence,
+    )
