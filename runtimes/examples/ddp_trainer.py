@@ -1,0 +1,235 @@
+"""The bundled example trainer: a small MLP on synthetic data with DistributedDataParallel.
+
+Run it under the local launcher (``trainyard run manifests/samples/trainjobs/local-ddp.yaml
+--local``), under torchrun (``torchrun --nproc-per-node 2 -m runtimes.examples.ddp_trainer``),
+or call :func:`train` from a ``CustomTrainer`` function. It reads the torchrun environment
+(RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and trains over gloo on the CPU.
+
+What it shows:
+- the loss decreases (the target is a fixed random linear map the MLP can learn);
+- a checkpoint lands in ``<output>/checkpoints/`` every ``checkpoint_every`` steps, and a
+  restarted job resumes from the latest one, so the step count continues;
+- metrics lines (:mod:`runtimes.examples.metrics`) carry loss, samples/s and progress;
+- the final model is written to ``<output>/model.pt``.
+
+Fault injection, for tests of the launcher's failure policy (all optional):
+``TRAINYARD_FAIL_AT_STEP`` (the step at whose start a rank exits), ``TRAINYARD_FAIL_RANK``
+(global rank, default 0), ``TRAINYARD_FAIL_ATTEMPT`` (restart attempt to fail in, default 0;
+``all`` fails every attempt), ``TRAINYARD_FAIL_EXIT_CODE`` (default 1). The attempt number is
+read from ``TRAINYARD_RESTART_ATTEMPT`` (set by the local launcher) or
+``TORCHELASTIC_RESTART_COUNT`` (set by torchrun).
+
+torch is imported inside the functions so that importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runtimes.examples.metrics import format_metrics_line
+
+if TYPE_CHECKING:
+    import torch
+
+FEATURES = 16
+HIDDEN = 32
+CHECKPOINT_DIR = "checkpoints"
+FINAL_MODEL = "model.pt"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What one rank saw: the step it started from, the last step, and the losses."""
+
+    rank: int
+    world_size: int
+    start_step: int
+    final_step: int
+    first_loss: float
+    last_loss: float
+    output_dir: str
+
+
+@dataclass(frozen=True)
+class FaultInjection:
+    step: int
+    rank: int
+    attempt: str
+    exit_code: int
+
+    @classmethod
+    def from_env(cls) -> FaultInjection | None:
+        step = os.environ.get("TRAINYARD_FAIL_AT_STEP")
+        if not step:
+            return None
+        return cls(
+            step=int(step),
+            rank=int(os.environ.get("TRAINYARD_FAIL_RANK", "0")),
+            attempt=os.environ.get("TRAINYARD_FAIL_ATTEMPT", "0"),
+            exit_code=int(os.environ.get("TRAINYARD_FAIL_EXIT_CODE", "1")),
+        )
+
+    def fires(self, step: int, rank: int, attempt: int) -> bool:
+        attempt_matches = self.attempt == "all" or int(self.attempt) == attempt
+        return step == self.step and rank == self.rank and attempt_matches
+
+
+def _restart_attempt() -> int:
+    value = os.environ.get("TRAINYARD_RESTART_ATTEMPT") or os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    return int(value) if value else 0
+
+
+def _latest_checkpoint(output_dir: Path) -> Path | None:
+    checkpoints = sorted((output_dir / CHECKPOINT_DIR).glob("step-*.pt"))
+    return checkpoints[-1] if checkpoints else None
+
+
+def _save_atomically(obj: Any, path: Path) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    torch.save(obj, partial)
+    partial.replace(path)  # a crash mid-write never leaves a truncated checkpoint behind
+
+
+def _batch(step: int, rank: int, world_size: int, batch_size: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """A deterministic batch per (step, rank): a restarted job sees the same data."""
+    import torch
+
+    target = torch.Generator().manual_seed(seed)
+    weights = torch.randn(FEATURES, 1, generator=target)
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + step * world_size + rank)
+    inputs = torch.randn(batch_size, FEATURES, generator=generator)
+    labels = inputs @ weights + 0.01 * torch.randn(batch_size, 1, generator=generator)
+    return inputs, labels
+
+
+def train(
+    steps: int = 30,
+    batch_size: int = 32,
+    learning_rate: float = 0.05,
+    checkpoint_every: int = 5,
+    output_dir: str | None = None,
+    seed: int = 0,
+    step_delay: float = 0.0,
+) -> TrainResult:
+    """Train the example MLP with DDP over gloo; resume from the latest checkpoint if any."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    rank = int(os.environ.get("RANK", "0"))
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    started_group = False
+    if not dist.is_initialized() and "MASTER_ADDR" in os.environ:
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+        started_group = True
+    distributed = dist.is_initialized()
+    out = Path(output_dir or os.environ.get("TRAINYARD_OUTPUT_DIR") or "output")
+    fault = FaultInjection.from_env()
+    attempt = _restart_attempt()
+
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    start_step = 1
+    latest = _latest_checkpoint(out)
+    if latest is not None:
+        state = torch.load(latest, map_location="cpu", weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_step = int(state["step"]) + 1
+        if rank == 0:
+            print(f"resumed from checkpoint {latest.name} at step {state['step']}", flush=True)
+    ddp_model: torch.nn.Module = DistributedDataParallel(model) if distributed else model
+    loss_fn = torch.nn.MSELoss()
+
+    first_loss = last_loss = float("nan")
+    window_start = time.perf_counter()
+    for window_steps, step in enumerate(range(start_step, steps + 1), start=1):
+        if fault is not None and fault.fires(step, rank, attempt):
+            print(f"fault injection: rank {rank} exits with {fault.exit_code} at step {step}", flush=True)
+            sys.stderr.flush()
+            os._exit(fault.exit_code)  # a crash, not a clean exit: no teardown of the process group
+        inputs, labels = _batch(step, rank, world_size, batch_size, seed)
+        optimizer.zero_grad()
+        loss = loss_fn(ddp_model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        loss_value = float(loss.detach())
+        if distributed:
+            averaged = torch.tensor([loss_value])
+            dist.all_reduce(averaged)
+            loss_value = float(averaged) / world_size
+        first_loss = loss_value if step == start_step else first_loss
+        last_loss = loss_value
+        if step_delay:
+            time.sleep(step_delay)
+        if step % checkpoint_every == 0 or step == steps:
+            if rank == 0:
+                _save_atomically(
+                    {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()},
+                    out / CHECKPOINT_DIR / f"step-{step:06d}.pt",
+                )
+            if distributed:
+                dist.barrier()
+        if rank == 0:
+            elapsed = max(time.perf_counter() - window_start, 1e-9)
+            seconds_per_step = elapsed / window_steps
+            print(
+                format_metrics_line(
+                    {
+                        "step": step,
+                        "total_steps": steps,
+                        "loss": round(loss_value, 6),
+                        "samples_per_second": round(batch_size * world_size / seconds_per_step, 1),
+                        "progress_percentage": int(100 * step / steps),
+                        "estimated_remaining_seconds": int((steps - step) * seconds_per_step),
+                    }
+                ),
+                flush=True,
+            )
+    if rank == 0:
+        _save_atomically(model.state_dict(), out / FINAL_MODEL)
+        print(f"final model written to {out / FINAL_MODEL}", flush=True)
+    if started_group:
+        dist.destroy_process_group()
+    return TrainResult(rank, world_size, start_step, steps, first_loss, last_loss, str(out))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="The trainyard example DDP trainer.")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--learning-rate", type=float, default=0.05)
+    parser.add_argument("--checkpoint-every", type=int, default=5)
+    parser.add_argument("--output-dir", default=None, help="default: $TRAINYARD_OUTPUT_DIR or ./output")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--step-delay", type=float, default=0.0, help="seconds to sleep after each step")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    train(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        checkpoint_every=args.checkpoint_every,
+        output_dir=args.output_dir,
+        seed=args.seed,
+        step_delay=args.step_delay,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
