@@ -1,0 +1,276 @@
+"""What the engine asks the placer for, and what it gets back.
+
+A gang is one or more pod sets (a TrainJob's JobSet replicated jobs); each pod set is a count of
+identical pods with Kueue's Topology Aware Scheduling annotations already parsed. Amounts are
+the engine's integers (``runtimes.k8s.quantity.to_amount``: milli-cpu, bytes, whole GPUs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from runtimes.k8s.core import PodTemplateSpec, Toleration, pod_requests
+from runtimes.k8s.quantity import format_amount
+from scheduler.api.kueue import (
+    PODSET_GROUP_NAME,
+    PODSET_PREFERRED_TOPOLOGY,
+    PODSET_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_SIZE,
+    PODSET_UNCONSTRAINED_TOPOLOGY,
+    TopologyAssignment,
+    TopologyDomainAssignment,
+)
+
+
+@dataclass(frozen=True)
+class PodSetRequest:
+    """``count`` identical pods that must be placed together (one Workload PodSet).
+
+    ``required_level``: the whole pod set inside one domain of that level, or no placement.
+    ``preferred_level``: try to keep it inside one domain; fall back to wider domains.
+    Neither: the same search as preferred (the lowest tier that holds the gang).
+    ``unconstrained``: no locality wanted; pack onto the fullest nodes that fit (best fit).
+    ``slice_level`` + ``slice_size``: every run of ``slice_size`` consecutive ranks inside one
+    domain of ``slice_level``. ``group`` + ``is_leader``: a leader pod set (count 1) placed in
+    the same domain as the worker pod set of the same group.
+    """
+
+    name: str
+    count: int
+    requests: Mapping[str, int]
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_level: str | None = None
+    preferred_level: str | None = None
+    unconstrained: bool = False
+    slice_level: str | None = None
+    slice_size: int = 1
+    is_leader: bool = False
+    group: str | None = None
+
+    def describe_pod(self) -> str:
+        """``8 nvidia.com/gpu`` (accelerators only when any), else every resource."""
+        accelerators = {k: v for k, v in self.requests.items() if k not in ("cpu", "memory", "pods") and v}
+        shown = accelerators or {k: v for k, v in self.requests.items() if v}
+        if not shown:
+            return "no resources"
+        return ", ".join(f"{format_amount(k, v)} {k}" for k, v in sorted(shown.items()))
+
+
+@dataclass(frozen=True)
+class GangRequest:
+    """Every pod set of one workload: all are placed, or none."""
+
+    pod_sets: tuple[PodSetRequest, ...]
+
+    @classmethod
+    def of(cls, *pod_sets: PodSetRequest) -> GangRequest:
+        """A gang with leaders marked: in a group of two pod sets the one with count 1 leads."""
+        groups: dict[str, list[PodSetRequest]] = {}
+        for pod_set in pod_sets:
+            if pod_set.group is not None:
+                groups.setdefault(pod_set.group, []).append(pod_set)
+        leaders: set[str] = set()
+        for group, members in groups.items():
+            if len(members) == 1:
+                continue
+            if len(members) != 2:
+                names = ", ".join(m.name for m in members)
+                raise ValueError(
+                    f"{PODSET_GROUP_NAME}={group!r} is set on pod sets {names}; "
+                    "a group holds exactly two pod sets, a leader (count 1) and its workers"
+                )
+            ordered = sorted(members, key=lambda m: (m.count, pod_sets.index(m)))
+            if ordered[0].count != 1:
+                raise ValueError(
+                    f"{PODSET_GROUP_NAME}={group!r}: one of pod sets {ordered[0].name!r}, "
+                    f"{ordered[1].name!r} must have count 1 to be the leader"
+                )
+            leaders.add(ordered[0].name)
+        marked = tuple(_replace_leader(p, p.name in leaders) if p.group is not None else p for p in pod_sets)
+        return cls(marked)
+
+
+def _replace_leader(pod_set: PodSetRequest, is_leader: bool) -> PodSetRequest:
+    from dataclasses import replace
+
+    return replace(pod_set, is_leader=is_leader)
+
+
+@dataclass(frozen=True)
+class PodSetPlacement:
+    """Where one pod set goes.
+
+    ``level`` is the tier whose single domain holds the whole pod set (``None``: the pod set
+    spans several top-level domains); ``domain`` is that domain's label values top→down.
+    ``nodes[i]`` is the node of pod index i; ranks walk the nodes in topology order.
+    ``spanned`` counts the child domains used directly below ``domain``.
+    """
+
+    name: str
+    request: PodSetRequest
+    level: str | None
+    domain: tuple[str, ...]
+    nodes: tuple[str, ...]
+    spanned: int
+    topology_levels: tuple[str, ...]
+    node_values: Mapping[str, tuple[str, ...]]
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def requests(self) -> Mapping[str, int]:
+        return self.request.requests
+
+    def to_topology_assignment(self) -> TopologyAssignment:
+        """Kueue's ``podSetAssignments[].topologyAssignment``: per-leaf-domain pod counts.
+
+        Like Kueue, when the Topology's lowest level is the hostname only hostnames are kept.
+        """
+        hostname_only = self.topology_levels[-1] == "kubernetes.io/hostname"
+        levels = [self.topology_levels[-1]] if hostname_only else list(self.topology_levels)
+        counts: dict[tuple[str, ...], int] = {}
+        for node in self.nodes:
+            values = self.node_values[node]
+            key = values[-1:] if hostname_only else values
+            counts[key] = counts.get(key, 0) + 1
+        domains = [
+            TopologyDomainAssignment(values=list(values), count=count) for values, count in sorted(counts.items())
+        ]
+        return TopologyAssignment(levels=levels, domains=domains)
+
+
+@dataclass(frozen=True)
+class GangPlacement:
+    """A node for every pod of every pod set of one gang, on one ResourceFlavor."""
+
+    flavor: str
+    pod_sets: tuple[PodSetPlacement, ...]
+
+    def pod_set(self, name: str) -> PodSetPlacement:
+        for placement in self.pod_sets:
+            if placement.name == name:
+                return placement
+        raise KeyError(name)
+
+    def topology_assignments(self) -> dict[str, TopologyAssignment]:
+        return {p.name: p.to_topology_assignment() for p in self.pod_sets}
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON for `trainyard admit`: per pod set the level, domains and nodes."""
+        return {
+            "flavor": self.flavor,
+            "podSets": [
+                {
+                    "name": p.name,
+                    "level": p.level,
+                    "domain": list(p.domain),
+                    "nodes": list(p.nodes),
+                    "topologyAssignment": p.to_topology_assignment().to_dict(),
+                }
+                for p in self.pod_sets
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class PlacementFailure:
+    """No placement, in words a person can act on; ``requeue``: a failed node's gang must go back."""
+
+    reason: str
+    pod_set: str | None = None
+    requeue: bool = False
+
+
+_TOPOLOGY_ANNOTATIONS = (
+    PODSET_REQUIRED_TOPOLOGY,
+    PODSET_PREFERRED_TOPOLOGY,
+    PODSET_UNCONSTRAINED_TOPOLOGY,
+)
+
+
+def pod_set_request_from_template(name: str, count: int, template: PodTemplateSpec) -> PodSetRequest:
+    """Read a pod set's per-pod requests, tolerations, selector and Kueue TAS annotations.
+
+    Raises ValueError naming the annotation and the accepted values when they are malformed.
+    Level names are checked against the Topology later, by the placer.
+    """
+    annotations = template.metadata.annotations
+    where = f"pod set {name!r}"
+    given = [key for key in _TOPOLOGY_ANNOTATIONS if key in annotations]
+    if len(given) > 1:
+        raise ValueError(f"{where}: annotations {', '.join(given)} exclude each other; set only one of them")
+    required = _level(annotations, PODSET_REQUIRED_TOPOLOGY, where)
+    preferred = _level(annotations, PODSET_PREFERRED_TOPOLOGY, where)
+    unconstrained = False
+    if PODSET_UNCONSTRAINED_TOPOLOGY in annotations:
+        text = annotations[PODSET_UNCONSTRAINED_TOPOLOGY].strip().lower()
+        if text not in ("true", "false"):
+            raise ValueError(
+                f"{where}: annotation {PODSET_UNCONSTRAINED_TOPOLOGY}="
+                f'{annotations[PODSET_UNCONSTRAINED_TOPOLOGY]!r} is not a boolean; use "true" or "false"'
+            )
+        unconstrained = text == "true"
+    slice_level = _level(annotations, PODSET_SLICE_REQUIRED_TOPOLOGY, where)
+    slice_text = annotations.get(PODSET_SLICE_SIZE)
+    if (slice_level is None) != (slice_text is None):
+        raise ValueError(
+            f"{where}: annotations {PODSET_SLICE_REQUIRED_TOPOLOGY} and {PODSET_SLICE_SIZE} "
+            "must be set together (a level label and a positive pod count)"
+        )
+    slice_size = 1
+    if slice_text is not None:
+        try:
+            slice_size = int(slice_text)
+        except ValueError:
+            slice_size = 0
+        if slice_size < 1:
+            raise ValueError(f"{where}: annotation {PODSET_SLICE_SIZE}={slice_text!r} is not a positive integer")
+        if count % slice_size:
+            raise ValueError(
+                f"{where}: count {count} is not a multiple of {PODSET_SLICE_SIZE}={slice_size}; "
+                "use a slice size that divides the pod count"
+            )
+    group = annotations.get(PODSET_GROUP_NAME)
+    if group is not None:
+        if not group.strip() or group.strip().isdigit():
+            raise ValueError(f"{where}: annotation {PODSET_GROUP_NAME}={group!r} must be a non-numeric name")
+        if required is None and preferred is None:
+            raise ValueError(
+                f"{where}: annotation {PODSET_GROUP_NAME} needs {PODSET_REQUIRED_TOPOLOGY} "
+                f"or {PODSET_PREFERRED_TOPOLOGY} on the same pod set"
+            )
+        if slice_level is not None:
+            raise ValueError(
+                f"{where}: annotation {PODSET_GROUP_NAME} cannot be combined with {PODSET_SLICE_REQUIRED_TOPOLOGY}"
+            )
+    requests = {res: q.amount(res) for res, q in pod_requests(template.spec).items()}
+    return PodSetRequest(
+        name=name,
+        count=count,
+        requests=requests,
+        tolerations=tuple(template.spec.tolerations or ()),
+        node_selector=dict(template.spec.node_selector or {}),
+        required_level=required,
+        preferred_level=preferred,
+        unconstrained=unconstrained,
+        slice_level=slice_level,
+        slice_size=slice_size,
+        group=group,
+    )
+
+
+def _level(annotations: Mapping[str, str], key: str, where: str) -> str | None:
+    if key not in annotations:
+        return None
+    value = annotations[key].strip()
+    if not value:
+        raise ValueError(
+            f"{where}: annotation {key} is empty; use a node label that is a level of the "
+            "flavor's Topology, e.g. network.topology.nvidia.com/block"
+        )
+    return value
