@@ -1,0 +1,43 @@
+"""Prometheus metrics of the webhook: requests and latency per endpoint and verdict.
+
+Each app gets its own ``CollectorRegistry`` so several servers (tests, the benchmark) never
+share or clash over global collectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+VERDICTS = ("allowed", "denied", "error")
+# Admission calls must finish far inside the API server's timeoutSeconds; resolve the fast end.
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+@dataclass
+class WebhookMetrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        self.requests = Counter(
+            "trainyard_webhook_requests",
+            "Admission requests handled, by endpoint and verdict (allowed, denied, error).",
+            ("endpoint", "verdict"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "trainyard_webhook_request_duration_seconds",
+            "Time from reading a request to writing its response, by endpoint and verdict.",
+            ("endpoint", "verdict"),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe(self, endpoint: str, verdict: str, seconds: float) -> None:
+        self.requests.labels(endpoint, verdict).inc()
+        self.latency.labels(endpoint, verdict).observe(seconds)
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition format and its content type."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

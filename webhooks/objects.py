@@ -1,0 +1,190 @@
+"""The object cache the admission handlers read, and the feeds that fill it.
+
+Handlers never fetch anything: they read runtimes, queues, flavors, topologies, priority
+classes, namespaces and nodes from this cache. Whoever runs the server feeds it through the
+small ``ObjectFeed`` protocol — a directory of YAML (``--objects DIR``) today, the Kubernetes
+adapter's watches in the service. Every change bumps ``version`` so derived data (validated
+runtimes, the admission engine used for the "can ever fit" rule) is rebuilt only when needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import yaml
+from pydantic import ValidationError
+
+from runtimes.api.trainer import ClusterTrainingRuntime, TrainingRuntime
+from runtimes.k8s.core import Node
+from runtimes.k8s.meta import Resource
+from scheduler.api.kueue import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    Topology,
+    WorkloadPriorityClass,
+)
+
+# kind -> model, for every kind the cache keeps (Namespace is kept as its labels only).
+CACHED_KINDS: dict[str, type[Resource]] = {
+    "TrainingRuntime": TrainingRuntime,
+    "ClusterTrainingRuntime": ClusterTrainingRuntime,
+    "LocalQueue": LocalQueue,
+    "ClusterQueue": ClusterQueue,
+    "Cohort": Cohort,
+    "ResourceFlavor": ResourceFlavor,
+    "Topology": Topology,
+    "WorkloadPriorityClass": WorkloadPriorityClass,
+    "Node": Node,
+}
+NAMESPACED_KINDS = frozenset({"TrainingRuntime", "LocalQueue"})
+# The kinds the admission engine takes (everything cached but the runtimes).
+ENGINE_KINDS = ("ResourceFlavor", "Topology", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Node")
+
+
+T = TypeVar("T")
+
+
+class ObjectFeedError(ValueError):
+    """An object a feed could not cache; the message names the object and the field."""
+
+
+class ObjectFeed(Protocol):
+    """What a source of objects calls: the YAML loader and the Kubernetes adapter alike."""
+
+    def apply(self, document: dict[str, Any]) -> None: ...
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None: ...
+
+    def mark_loaded(self) -> None: ...
+
+
+@dataclass
+class ObjectCache:
+    """Objects by kind, keyed ``name`` (cluster-scoped) or ``namespace/name`` (namespaced)."""
+
+    objects: dict[str, dict[str, Resource]] = field(default_factory=lambda: {kind: {} for kind in CACHED_KINDS})
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    version: int = 0
+    loaded: bool = False
+    _derived: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------------------ the feed
+
+    def apply(self, document: dict[str, Any]) -> None:
+        kind = document.get("kind")
+        metadata = document.get("metadata") or {}
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ObjectFeedError(f"{kind} without metadata.name; every cached object needs a name")
+        if kind == "Namespace":
+            labels = metadata.get("labels") or {}
+            self.namespaces[name] = {str(k): str(v) for k, v in labels.items()}
+            self.version += 1
+            return
+        model_kind = kind if isinstance(kind, str) else ""
+        model = CACHED_KINDS.get(model_kind)
+        if model is None:
+            raise ObjectFeedError(
+                f"{kind!r} {name!r} is not a kind the webhook caches; expected one of "
+                f"{', '.join([*CACHED_KINDS, 'Namespace'])}"
+            )
+        try:
+            obj = model.model_validate(document)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors(include_url=False)
+            )
+            raise ObjectFeedError(f"{kind} {name!r}: {problems}") from None
+        if kind in NAMESPACED_KINDS and not obj.namespace:
+            raise ObjectFeedError(f"{kind} {name!r} needs metadata.namespace")
+        self.objects[model_kind][obj.key] = obj
+        self.version += 1
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        if kind == "Namespace":
+            self.namespaces.pop(name, None)
+        else:
+            key = f"{namespace}/{name}" if kind in NAMESPACED_KINDS else name
+            self.objects.get(kind, {}).pop(key, None)
+        self.version += 1
+
+    def mark_loaded(self) -> None:
+        self.loaded = True
+
+    # ----------------------------------------------------------------------------- readers
+
+    def derived(self, key: str, build: Callable[[ObjectCache], T]) -> T:
+        """``build(self)``, computed once per cache version (an engine, validated runtimes...)."""
+        cached = self._derived.get(key)
+        if cached is not None and cached[0] == self.version:
+            value: T = cached[1]
+            return value
+        value = build(self)
+        self._derived[key] = (self.version, value)
+        return value
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Resource | None:
+        key = f"{namespace}/{name}" if kind in NAMESPACED_KINDS else name
+        return self.objects.get(kind, {}).get(key)
+
+    def all(self, kind: str) -> Iterator[Resource]:
+        yield from self.objects.get(kind, {}).values()
+
+    def names(self, kind: str) -> set[str]:
+        return {obj.name for obj in self.objects.get(kind, {}).values()}
+
+    def local_queue(self, namespace: str, name: str) -> LocalQueue | None:
+        queue = self.get("LocalQueue", name, namespace)
+        return queue if isinstance(queue, LocalQueue) else None
+
+    def runtime(self, kind: str, name: str, namespace: str | None) -> TrainingRuntime | ClusterTrainingRuntime | None:
+        found = self.get(kind, name, namespace)
+        return found if isinstance(found, TrainingRuntime | ClusterTrainingRuntime) else None
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        # An unknown namespace carries only the label Kubernetes always sets.
+        return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
+
+
+def iter_documents(directory: Path) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+    """Every YAML/JSON document under ``directory`` (recursively, sorted), with file and index."""
+    if not directory.is_dir():
+        raise ObjectFeedError(f"{directory} is not a directory; pass --objects DIR with YAML manifests")
+    files = sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+    for path in files:
+        try:
+            documents = list(yaml.safe_load_all(path.read_text()))
+        except yaml.YAMLError as error:
+            raise ObjectFeedError(f"{path}: not valid YAML: {error}") from None
+        for index, document in enumerate(documents):
+            if document is None:
+                continue
+            if not isinstance(document, dict):
+                raise ObjectFeedError(f"{path} document {index}: expected a Kubernetes object (a mapping)")
+            if document.get("kind") == "List" and isinstance(document.get("items"), list):
+                for item in document["items"]:
+                    if isinstance(item, dict):
+                        yield path, index, item
+                continue
+            yield path, index, document
+
+
+def load_directory(directory: Path, feed: ObjectFeed, *, skip_unknown: bool = True) -> int:
+    """Feed every cacheable object under ``directory`` into ``feed``; returns how many."""
+    count = 0
+    for path, index, document in iter_documents(directory):
+        kind = document.get("kind")
+        if skip_unknown and kind not in CACHED_KINDS and kind != "Namespace":
+            continue
+        try:
+            feed.apply(document)
+        except ObjectFeedError as error:
+            raise ObjectFeedError(f"{path} document {index}: {error}") from None
+        count += 1
+    feed.mark_loaded()
+    return count

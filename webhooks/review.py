@@ -1,0 +1,164 @@
+"""AdmissionReview admission.k8s.io/v1: parsing a request and building the response.
+
+A review that cannot be read gets a ``BadReview``: with a uid the server answers with a denying
+AdmissionReview (the API server shows its message to the user), without one with HTTP 400.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonpatch
+
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+ADMISSION_KIND = "AdmissionReview"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+
+class BadReview(Exception):
+    """A request body that is not a usable AdmissionReview; ``uid`` when one could be read."""
+
+    def __init__(self, message: str, uid: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.uid = uid
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    """The parts of ``request`` the handlers read; ``object``/``old_object`` stay plain dicts."""
+
+    uid: str
+    group: str
+    version: str
+    kind: str
+    operation: str
+    namespace: str | None
+    name: str | None
+    object: dict[str, Any] | None
+    old_object: dict[str, Any] | None
+    dry_run: bool
+    user: str | None = None
+
+
+@dataclass
+class Verdict:
+    """What a handler decided. ``patch_to`` is the mutated object (the patch is a diff against it)."""
+
+    allowed: bool
+    message: str | None = None
+    code: int = 200
+    reason: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    patch: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def allow(cls, warnings: list[str] | None = None) -> Verdict:
+        return cls(True, warnings=list(warnings or []))
+
+    @classmethod
+    def deny(
+        cls, message: str, *, code: int = 403, reason: str = "Forbidden", warnings: list[str] | None = None
+    ) -> Verdict:
+        return cls(False, message=message or "denied", code=code, reason=reason, warnings=list(warnings or []))
+
+    @classmethod
+    def invalid(cls, message: str, warnings: list[str] | None = None) -> Verdict:
+        return cls.deny(message, code=422, reason="Invalid", warnings=warnings)
+
+    @classmethod
+    def mutate(cls, original: dict[str, Any], mutated: dict[str, Any], warnings: list[str] | None = None) -> Verdict:
+        """Allow with the RFC 6902 patch that turns ``original`` into ``mutated`` (empty: no patch)."""
+        operations: list[dict[str, Any]] = jsonpatch.make_patch(original, mutated).patch
+        return cls(True, warnings=list(warnings or []), patch=operations or None)
+
+
+def _text(value: Any, path: str, uid: str | None, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise BadReview(f"{path} must be a non-empty string, got {value!r}", uid)
+    return value
+
+
+def _object(value: Any, path: str, uid: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BadReview(f"{path} must be an object, got {type(value).__name__}", uid)
+    return value
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    """Parse an AdmissionReview v1 request body; raises ``BadReview`` naming what is wrong."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise BadReview(f"request body is not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise BadReview(f"request body must be a JSON object (an AdmissionReview), got {type(document).__name__}")
+    request = document.get("request")
+    uid = request.get("uid") if isinstance(request, dict) else None
+    uid = uid if isinstance(uid, str) and uid else None
+    if document.get("apiVersion") != ADMISSION_API_VERSION or document.get("kind") != ADMISSION_KIND:
+        raise BadReview(
+            f"expected apiVersion {ADMISSION_API_VERSION} kind {ADMISSION_KIND}, "
+            f"got apiVersion {document.get('apiVersion')!r} kind {document.get('kind')!r}",
+            uid,
+        )
+    if not isinstance(request, dict):
+        raise BadReview("AdmissionReview.request is missing")
+    if uid is None:
+        raise BadReview("AdmissionReview.request.uid is missing")
+    kind = request.get("kind")
+    if not isinstance(kind, dict):
+        raise BadReview("request.kind must be an object {group, version, kind}", uid)
+    operation = _text(request.get("operation"), "request.operation", uid)
+    if operation not in OPERATIONS:
+        raise BadReview(f"request.operation must be one of {', '.join(OPERATIONS)}, got {operation!r}", uid)
+    dry_run = request.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise BadReview(f"request.dryRun must be a boolean, got {dry_run!r}", uid)
+    user_info = request.get("userInfo")
+    user = user_info.get("username") if isinstance(user_info, dict) else None
+    return AdmissionRequest(
+        uid=uid,
+        group=_text(kind.get("group", ""), "request.kind.group", uid, required=False) or "",
+        version=_text(kind.get("version"), "request.kind.version", uid) or "",
+        kind=_text(kind.get("kind"), "request.kind.kind", uid) or "",
+        operation=operation,
+        namespace=_text(request.get("namespace"), "request.namespace", uid, required=False),
+        name=_text(request.get("name"), "request.name", uid, required=False),
+        object=_object(request.get("object"), "request.object", uid),
+        old_object=_object(request.get("oldObject"), "request.oldObject", uid),
+        dry_run=dry_run,
+        user=user if isinstance(user, str) else None,
+    )
+
+
+def build_response(uid: str, verdict: Verdict) -> dict[str, Any]:
+    """The AdmissionReview v1 response document for ``verdict``, echoing ``uid``."""
+    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
+    if not verdict.allowed:
+        status: dict[str, Any] = {"code": verdict.code, "message": verdict.message or "denied"}
+        if verdict.reason:
+            status["reason"] = verdict.reason
+        response["status"] = status
+    if verdict.warnings:
+        response["warnings"] = verdict.warnings
+    if verdict.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(verdict.patch).encode()).decode("ascii")
+    return {"apiVersion": ADMISSION_API_VERSION, "kind": ADMISSION_KIND, "response": response}
+
+
+def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSONPatch operations of a response document (empty when there is no patch)."""
+    encoded = response.get("patch")
+    if not encoded:
+        return []
+    operations: list[dict[str, Any]] = json.loads(base64.b64decode(encoded))
+    return operations

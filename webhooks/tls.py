@@ -1,0 +1,239 @@
+"""Serving certificates: from files (a mounted Secret, reloaded on change) or self-signed at start.
+
+A Secret written by cert-manager is mounted as a directory holding ``tls.crt``, ``tls.key`` and
+``ca.crt``. Kubernetes updates such mounts by swapping a symlink, and gives no inotify, so the
+``CertificateReloader`` polls the files' stat and calls ``load_cert_chain`` on the *live*
+``SSLContext``: new handshakes use the new chain, open connections keep theirs, nothing restarts.
+A half-written pair (new cert, old key) fails to load and is simply retried on the next poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ipaddress
+import logging
+import os
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+log = logging.getLogger(__name__)
+
+CERT_FILE = "tls.crt"
+KEY_FILE = "tls.key"
+CA_FILE = "ca.crt"
+
+
+class TLSError(ValueError):
+    """Certificates that cannot be used; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class CertificateFiles:
+    directory: Path
+
+    @property
+    def cert(self) -> Path:
+        return self.directory / CERT_FILE
+
+    @property
+    def key(self) -> Path:
+        return self.directory / KEY_FILE
+
+    @property
+    def ca(self) -> Path:
+        return self.directory / CA_FILE
+
+
+@dataclass(frozen=True)
+class Certificate:
+    cert_pem: bytes
+    key_pem: bytes
+
+
+@dataclass(frozen=True)
+class SelfSignedBundle:
+    """A CA and a serving certificate it signed, all PEM."""
+
+    ca: Certificate
+    serving: Certificate
+
+    @property
+    def ca_bundle(self) -> str:
+        """The base64 caBundle for a webhook configuration's clientConfig."""
+        return base64.b64encode(self.ca.cert_pem).decode("ascii")
+
+    def write(self, directory: Path) -> CertificateFiles:
+        """Write the Secret layout (tls.crt, tls.key, ca.crt); the key file is private to the user."""
+        directory.mkdir(parents=True, exist_ok=True)
+        files = CertificateFiles(directory)
+        files.cert.write_bytes(self.serving.cert_pem)
+        files.ca.write_bytes(self.ca.cert_pem)
+        descriptor = os.open(files.key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(self.serving.key_pem)
+        return files
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def generate_ca(
+    common_name: str = "trainyard-webhook-ca", days: int = 3650
+) -> tuple[Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(_name(common_name))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return Certificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)), key
+
+
+def issue_serving_certificate(
+    ca: Certificate, ca_key: ec.EllipticCurvePrivateKey, hosts: list[str], days: int = 365
+) -> Certificate:
+    """A serving certificate for ``hosts`` (DNS names and IP addresses) signed by ``ca``."""
+    if not hosts:
+        raise TLSError("a serving certificate needs at least one host name or address")
+    ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
+    key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            names.append(x509.DNSName(host))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(hosts[0]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return Certificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def service_hosts(service: str, namespace: str) -> list[str]:
+    """The names the API server uses to reach a webhook Service, plus loopback for local use."""
+    return [
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+        f"{service}.{namespace}",
+        service,
+        "localhost",
+        "127.0.0.1",
+        "::1",
+    ]
+
+
+def self_signed(hosts: list[str]) -> SelfSignedBundle:
+    ca, ca_key = generate_ca()
+    return SelfSignedBundle(ca, issue_serving_certificate(ca, ca_key, hosts))
+
+
+def server_context(files: CertificateFiles) -> ssl.SSLContext:
+    """A TLS server context (TLS 1.2+) serving the chain in ``files``."""
+    for path in (files.cert, files.key):
+        if not path.is_file():
+            raise TLSError(f"{path} does not exist; --tls-cert-dir must hold {CERT_FILE} and {KEY_FILE}")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(files.cert, files.key)
+    except (ssl.SSLError, OSError) as error:
+        raise TLSError(f"cannot load {files.cert} with {files.key}: {error}") from None
+    return context
+
+
+def client_context(ca_pem: bytes) -> ssl.SSLContext:
+    """A client context that trusts only ``ca_pem`` (tests, the benchmark, health checks)."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=ca_pem.decode("ascii"))
+    return context
+
+
+class CertificateReloader:
+    """Reload a live ``SSLContext`` when its certificate files change (polling their stat)."""
+
+    def __init__(self, context: ssl.SSLContext, files: CertificateFiles, interval: float = 10.0) -> None:
+        self.context = context
+        self.files = files
+        self.interval = interval
+        self.reloads = 0
+        self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        stamps = []
+        for path in (self.files.cert, self.files.key):
+            try:
+                stat = path.stat()  # follows the Secret mount's ..data symlink
+            except OSError:
+                stamps.append((0, 0, 0))
+                continue
+            stamps.append((stat.st_mtime_ns, stat.st_ino, stat.st_size))
+        return tuple(stamps)
+
+    def check(self) -> bool:
+        """Reload if the files changed since the last successful load; True when reloaded."""
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return False
+        try:
+            self.context.load_cert_chain(self.files.cert, self.files.key)
+        except (ssl.SSLError, OSError) as error:
+            # Likely mid-rotation (cert written, key not yet): keep serving the old chain.
+            log.warning("TLS files in %s changed but do not load yet (%s); retrying", self.files.directory, error)
+            return False
+        self._seen = stamp
+        self.reloads += 1
+        log.info("reloaded TLS certificate from %s", self.files.directory)
+        return True
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            self.check()
