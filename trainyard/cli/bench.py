@@ -9,7 +9,13 @@ import sys
 from typing import Any, Protocol
 
 # name -> (module under trainyard.benchmarks, summary)
-BENCHMARKS: dict[str, tuple[str, str]] = {}
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "admission": ("trainyard.benchmarks.admission", "Kueue's scheduler performance scenarios through the engine"),
+    "placement": (
+        "trainyard.benchmarks.placement",
+        "gang placement on 10,000 fragmented GPU nodes vs first-fit and Kueue BestFit",
+    ),
+}
 
 
 class BenchmarkModule(Protocol):
