@@ -42,9 +42,11 @@ _STARTED = web.RequestKey("admission_started", float)
 
 def default_routes() -> dict[str, Handler]:
     """Endpoint path -> handler, for every admission endpoint the service serves."""
-    from webhooks.handlers import kueue, runtimes
+    from webhooks.handlers import kueue, runtimes, trainjobs
 
     return {
+        "/mutate/trainjobs": trainjobs.mutate,
+        "/validate/trainjobs": trainjobs.validate,
         "/validate/kueue": kueue.validate,
         "/validate/runtimes": runtimes.validate,
     }
