@@ -1,0 +1,65 @@
+"""Kueue Workload pod sets of a rendered TrainJob, derived as Kueue derives them from a JobSet.
+
+Kueue's JobSet integration (``pkg/controller/jobs/jobset``) makes one pod set per replicated
+job: name = the replicated job's name (lower-cased), template = its pod template, count =
+replicas × pods per Job (min(parallelism, completions)), and a topology request from the
+template's TAS annotations. They are plain dicts because ``runtimes`` may not import the
+scheduler's Kueue models; ``scheduler.api.kueue.PodSet.model_validate`` reads them as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
+from runtimes.render import RenderedTrainJob
+
+# Kueue's TAS pod-set annotations (pkg/controller/jobframework/tas.go).
+_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
+_SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+
+
+def workload_pod_sets(rendered: RenderedTrainJob) -> list[dict[str, Any]]:
+    pod_sets: list[dict[str, Any]] = []
+    for job in rendered.jobset.spec.replicated_jobs:
+        template = copy.deepcopy(job.template.spec.template.to_dict())
+        pod_set: dict[str, Any] = {
+            "name": job.name.lower(),
+            "template": template,
+            "count": job.effective_replicas * job.pods_per_job,
+        }
+        request = _topology_request(template, job.effective_replicas)
+        if request:
+            pod_set["topologyRequest"] = request
+        pod_sets.append(pod_set)
+    return pod_sets
+
+
+def _topology_request(template: dict[str, Any], replicas: int) -> dict[str, Any]:
+    annotations: dict[str, str] = (template.get("metadata") or {}).get("annotations") or {}
+    request: dict[str, Any] = {}
+    if _REQUIRED_TOPOLOGY in annotations:
+        request["required"] = annotations[_REQUIRED_TOPOLOGY]
+    elif _PREFERRED_TOPOLOGY in annotations:
+        request["preferred"] = annotations[_PREFERRED_TOPOLOGY]
+    elif annotations.get(_UNCONSTRAINED_TOPOLOGY) == "true":
+        request["unconstrained"] = True
+    else:
+        return {}
+    # How Kueue tells pods of a JobSet apart: the completion index within a Job, the Job index
+    # within the replicated job.
+    request["podIndexLabel"] = JOB_COMPLETION_INDEX_ANNOTATION
+    request["subGroupIndexLabel"] = JOB_INDEX_LABEL
+    request["subGroupCount"] = replicas
+    if _SLICE_REQUIRED_TOPOLOGY in annotations:
+        request["podSetSliceRequiredTopology"] = annotations[_SLICE_REQUIRED_TOPOLOGY]
+        if annotations.get(_SLICE_SIZE, "").isdigit():
+            request["podSetSliceSize"] = int(annotations[_SLICE_SIZE])
+    if _GROUP_NAME in annotations:
+        request["podSetGroupName"] = annotations[_GROUP_NAME]
+    return request
