@@ -130,7 +130,15 @@ class AdmissionCycle:
                 return
         if self.engine.config.partial_admission and self._admit_partially(cq, workload):
             return
-        self._park(cq, workload, assignment.message())
+        self._park(cq, workload, self._topology_verdict(cq, workload, assignment) or assignment.message())
+
+    def _topology_verdict(self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment) -> str | None:
+        """For a gang that waits on quota: say so when no domain could hold it even on an empty cluster."""
+        book = self.engine.placements
+        if not assignment.pod_sets or not book.needs_placement(assignment):
+            return None
+        placements, why = book.place(cq, workload, assignment, simulate_empty=True)
+        return None if placements is not None else f"{why} (even on an empty cluster: TopologyPlacementFailed)"
 
     def _victims(
         self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, *, topology_only: bool

@@ -138,7 +138,7 @@ def _placement_words(placement: dict[str, Any]) -> str:
         if isinstance(detail, dict):
             for pod_set in detail.get("podSets", []):
                 level = pod_set.get("level", "?")
-                domains = ", ".join(pod_set.get("domains", []))
+                domains = "/".join(pod_set.get("domain", []))
                 nodes = len(set(pod_set.get("nodes", [])))
                 parts.append(f"{pod_set.get('name')}: {level} {domains} on {nodes} nodes ({flavor})")
         else:
