@@ -116,7 +116,10 @@ class PodSetPlacement:
     nodes: tuple[str, ...]
     spanned: int
     topology_levels: tuple[str, ...]
+    # node → label values of every level the placer knows; ``value_positions`` picks the
+    # Topology's own levels out of them (the NVLink clique level may be extra)
     node_values: Mapping[str, tuple[str, ...]]
+    value_positions: tuple[int, ...]
 
     @property
     def count(self) -> int:
@@ -134,9 +137,10 @@ class PodSetPlacement:
         hostname_only = self.topology_levels[-1] == "kubernetes.io/hostname"
         levels = [self.topology_levels[-1]] if hostname_only else list(self.topology_levels)
         counts: dict[tuple[str, ...], int] = {}
+        positions = self.value_positions[-1:] if hostname_only else self.value_positions
         for node in self.nodes:
             values = self.node_values[node]
-            key = values[-1:] if hostname_only else values
+            key = tuple(values[k] for k in positions)
             counts[key] = counts.get(key, 0) + 1
         domains = [
             TopologyDomainAssignment(values=list(values), count=count) for values, count in sorted(counts.items())

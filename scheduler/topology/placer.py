@@ -388,9 +388,7 @@ class TopologyPlacer:
         nodes = found.nodes
         level, domain, spanned = self.lowest_common_domain(nodes)
         names = self.index.names
-        node_names = tuple(names[int(i)] for i in nodes)
-        keep = self._topology_positions
-        values = self.index.node_values
+        node_names = tuple([names[i] for i in nodes.tolist()])
         return PodSetPlacement(
             name=found.request.name,
             request=found.request,
@@ -399,7 +397,8 @@ class TopologyPlacer:
             nodes=node_names,
             spanned=spanned,
             topology_levels=self.graph.topology_levels,
-            node_values={n: tuple(values[n][k] for k in keep) for n in set(node_names)},
+            node_values=self.index.node_values,
+            value_positions=self._topology_positions,
         )
 
     def lowest_common_domain(self, nodes: IntArray) -> tuple[int, int, int]:

@@ -28,7 +28,20 @@ def fewest_tightest(caps: list[int], need: int) -> list[tuple[int, int]]:
     """
     if need <= 0:
         return []
-    order = sorted(range(len(caps)), key=lambda i: (-caps[i], i))
+    positive = [i for i, c in enumerate(caps) if c > 0]
+    if positive:
+        low, high = min(caps[i] for i in positive), max(caps[i] for i in positive)
+        if low == high:
+            # all equal (whole free nodes for whole-node pods): the first ones in topology order
+            firsts: list[tuple[int, int]] = []
+            for i in positive:
+                taken = min(high, need)
+                firsts.append((i, taken))
+                need -= taken
+                if need == 0:
+                    break
+            return firsts
+    order = sorted(positive, key=lambda i: (-caps[i], i))
     values = [caps[i] for i in order]
     total, m = 0, 0
     while total < need:
