@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             workloads_by_key[key] = arrival
             created[key] = now
         while events and events[0][0] == now:
-            _, _, kind, key, admission = heapq.heappop(events)
+            _, _, _, key, admission = heapq.heappop(events)
             if admitted_serial.get(key) == admission:  # still the admission that scheduled this finish
                 engine.finish(key, now)
                 running_cpu -= workloads_by_key[key].workload_class.cpu
