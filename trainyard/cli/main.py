@@ -22,8 +22,10 @@ from trainyard.cli.errors import UserError
 COMMANDS: dict[str, tuple[str, str]] = {
     "admit": ("trainyard.cli.admit", "dry-run Kueue admission over YAML objects and Workloads"),
     "bench": ("trainyard.cli.bench", "run a benchmark and print its figures as JSON"),
+    "demo": ("trainyard.cli.demo", "the README's main job: a short tour on the bundled samples"),
     "convert": ("trainyard.cli.convert", "convert a Training Operator v1 PyTorchJob/TFJob into a TrainJob"),
     "render": ("trainyard.cli.render", "print the JobSet, PodGroup and other objects a TrainJob becomes"),
+    "run": ("trainyard.cli.run", "run a TrainJob on this machine with real PyTorch (--local)"),
 }
 
 

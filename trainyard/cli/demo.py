@@ -1,0 +1,55 @@
+"""`trainyard demo`: the README's main job, a short tour of trainyard on the bundled samples.
+
+Each step runs a real trainyard command on files under manifests/, exactly as a person would
+type it, so the demo is also a smoke test of the install.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="skip the longer steps (the simulation)")
+
+
+def steps(quick: bool) -> list[tuple[str, list[str]]]:
+    from trainyard.cli.main import COMMANDS
+
+    tour = [
+        (
+            "Kueue admission dry run: three teams, a cohort, borrowing, preemption",
+            ["admit", str(MANIFESTS / "samples" / "kueue")],
+        ),
+        (
+            "Gang placement on a GPU fabric: quota and a topology placement must both fit",
+            ["admit", str(MANIFESTS / "samples" / "kueue-tas")],
+        ),
+        (
+            "A TrainJob rendered into its JobSet and PodGroup with the torch-distributed runtime",
+            ["render", str(MANIFESTS / "samples" / "trainjobs" / "torch-2-nodes.yaml")],
+        ),
+    ]
+    if not quick and "simulate" in COMMANDS:
+        tour.append(("A 1,024-node GPU cluster simulated over two thousand TrainJobs", ["simulate"]))
+    return tour
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.rule import Rule
+
+    from trainyard.cli.main import main
+
+    console = Console()
+    for title, command in steps(args.quick):
+        console.print(Rule(f"[bold]{title}"))
+        console.print(f"[dim]$ trainyard {' '.join(command)}[/]")
+        code = main(command)
+        if code != 0:
+            console.print(f"[red]step failed with exit code {code}[/]")
+            return code
+    return 0
