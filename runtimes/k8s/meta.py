@@ -107,8 +107,4 @@ class Resource(KubeModel):
     @property
     def key(self) -> str:
         """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
-        return (
-            f"{self.metadata.namespace}/{self.metadata.name}"
-            if self.metadata.namespace
-            else self.metadata.name
-        )
+        return f"{self.metadata.namespace}/{self.metadata.name}" if self.metadata.namespace else self.metadata.name
