@@ -7,7 +7,7 @@ decides when it starts, and write the runtime reference's API defaults. The patc
 Validation asks, in order from cheap to costly: Kueue's job label rules
 (``scheduler.api.job_validation``), Trainer's TrainJob rules with its runtime
 (``runtimes.validation``), then — for a queued job — Kueue's TAS annotation rules on the
-rendered pod sets and the engine's "can ever fit" answer.
+rendered pod sets and the engine's "can ever fit" answer (``webhooks.fit``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from runtimes.validation import validate_trainjob
 from scheduler.api.job_validation import validate_job_labels
 from scheduler.api.kueue import DEFAULT_LOCAL_QUEUE_NAME, QUEUE_NAME_LABEL
 from scheduler.api.validation import errors_from_pydantic
+from webhooks.fit import check_fit
 from webhooks.handlers import describe_errors, subject_of
 from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
@@ -123,4 +124,14 @@ def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
         warnings.append(
             f'Referenced ClusterTrainingRuntime "{runtime.name}" is deprecated and will be removed in a future release'
         )
+    queue_changed = old_labels is None or old_labels.get(QUEUE_NAME_LABEL) != labels.get(QUEUE_NAME_LABEL)
+    if runtime is None or QUEUE_NAME_LABEL not in labels or not queue_changed:
+        # Fit is judged at submission (or when the job moves queues), never on later updates such
+        # as Kueue unsuspending it: the cluster may have changed, the job was already accepted.
+        return Verdict.allow(warnings)
+    problems, reason = check_fit(cache, trainjob, runtime)
+    if problems:
+        return Verdict.invalid(describe_errors(subject, problems), warnings)
+    if reason is not None:
+        return Verdict.deny(f"{subject} can never be admitted: {reason}", warnings=warnings)
     return Verdict.allow(warnings)
