@@ -186,11 +186,12 @@ class TopologyPlacer:
         return shape, state.counts(shape, ps.tolerations)
 
     def _unit_caps(self, counts: ShapeCounts, level: int, levels: _Levels) -> IntArray:
-        """Per domain at ``level``: whole slices that fit (pods when there are no slices)."""
+        """Per domain at ``level``, in the level's unit: whole slices at or above the slice
+        level, pods below it (inside one slice domain every slice is already in one)."""
         ls, size = levels.slice_level, levels.slice_size
-        if ls is None:
+        if ls is None or level > ls:
             return counts.caps[level]
-        if level >= ls:
+        if level == ls:
             return counts.caps[level] // size
         first = self._first_at.get((level, ls))
         if first is None:
@@ -214,10 +215,10 @@ class TopologyPlacer:
             )
         if ps.unconstrained and levels.slice_level is None:
             return self._pack_best_fit(counts, ps)
-        need = ps.count // levels.slice_size
         last = self.index.depth - 1
         for level in range(last, levels.top - 1, -1):
             caps = self._unit_caps(counts, level, levels)
+            need = ps.count // self._unit(level, levels)
             if len(caps) and int(caps.max()) >= need:
                 break
         else:
