@@ -24,9 +24,8 @@ PET_NODE_RANK = "PET_NODE_RANK"
 PET_MASTER_ADDR = "PET_MASTER_ADDR"
 PET_MASTER_PORT = "PET_MASTER_PORT"
 TORCH_RESERVED_ENVS = (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT)
-# The rendezvous port on node 0. Upstream Trainer uses 29500 (its ContainerTrainerPort); trainyard
-# uses 29400, torchrun's c10d default, as its design asks; the port is also declared on the container.
-TORCH_MASTER_PORT = 29400
+# The rendezvous port on node 0: Kubeflow Trainer's ContainerTrainerPort, also declared on the container.
+TORCH_MASTER_PORT = 29500
 TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 
 
