@@ -149,6 +149,7 @@ def train(
         start_step = int(state["step"]) + 1
         if rank == 0:
             print(f"resumed from checkpoint {latest.name} at step {state['step']}", flush=True)
+    print(f"rank {rank}/{world_size} starting at step {start_step} (attempt {attempt})", flush=True)
     ddp_model: torch.nn.Module = DistributedDataParallel(model) if distributed else model
     loss_fn = torch.nn.MSELoss()
 
@@ -173,14 +174,6 @@ def train(
         last_loss = loss_value
         if step_delay:
             time.sleep(step_delay)
-        if step % checkpoint_every == 0 or step == steps:
-            if rank == 0:
-                _save_atomically(
-                    {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()},
-                    out / CHECKPOINT_DIR / f"step-{step:06d}.pt",
-                )
-            if distributed:
-                dist.barrier()
         if rank == 0:
             elapsed = max(time.perf_counter() - window_start, 1e-9)
             seconds_per_step = elapsed / window_steps
@@ -197,9 +190,18 @@ def train(
                 ),
                 flush=True,
             )
+        if step % checkpoint_every == 0 or step == steps:
+            if rank == 0:
+                _save_atomically(
+                    {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()},
+                    out / CHECKPOINT_DIR / f"step-{step:06d}.pt",
+                )
+            if distributed:
+                dist.barrier()
     if rank == 0:
         _save_atomically(model.state_dict(), out / FINAL_MODEL)
         print(f"final model written to {out / FINAL_MODEL}", flush=True)
+    print(f"rank {rank}/{world_size} finished step {steps}, loss {last_loss:.6f}", flush=True)
     if started_group:
         dist.destroy_process_group()
     return TrainResult(rank, world_size, start_step, steps, first_loss, last_loss, str(out))

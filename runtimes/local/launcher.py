@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -31,6 +32,8 @@ from runtimes.local.store import JobDirectory, StatusRecorder
 from runtimes.local.torchrun import ProcessSpec, node_processes
 
 Echo = Callable[[str], None]
+
+STORAGE_URI_ENV = "STORAGE_URI"
 
 REASON_STOPPED = "Stopped"
 
@@ -89,6 +92,7 @@ class _Logs:
         self.echo = echo
         self.recorder = recorder
         self.files: dict[str | None, IO[str]] = {}
+        self.last_line: dict[str, str] = {}
 
     def _file(self, step: str | None) -> IO[str]:
         if step not in self.files:
@@ -97,6 +101,8 @@ class _Logs:
 
     def line(self, spec: ProcessSpec, text: str) -> None:
         prefixed = f"[{spec.label}] {text}"
+        if text.strip():
+            self.last_line[spec.label] = text.strip()[-300:]
         self._file(spec.step).write(prefixed + "\n")
         self._file(None).write(prefixed + "\n")
         metrics = parse_metrics_line(text)
@@ -160,8 +166,17 @@ class LocalLauncher:
         command = (sys.executable, "-m", "runtimes.local.initializer")
         return ProcessSpec(init.replicated_job, init.replicated_job, command, env, self.options.cwd)
 
+    def _explained(self, failure: RankExit | None) -> RankExit | None:
+        if failure is None:
+            return None
+        return dataclasses.replace(failure, detail=self.logs.last_line.get(failure.label, ""))
+
     async def _attempt(self, attempt: int) -> tuple[RankExit | None, ContainerPlan]:
         for init in self.plan.initializers:
+            if not init.env_value(STORAGE_URI_ENV):
+                # Nothing to load: the TrainJob sets no storageUri for this initializer.
+                self.recorder.job_status(init.replicated_job, succeeded=1)
+                continue
             self.recorder.job_status(init.replicated_job, active=1)
             outcome = await run_gang(
                 [self._initializer_spec(init, attempt)],
@@ -170,7 +185,7 @@ class LocalLauncher:
                 init.container,
                 self.options.grace_seconds,
             )
-            failed = outcome.first_failure
+            failed = self._explained(outcome.first_failure)
             self.recorder.job_status(init.replicated_job, succeeded=int(failed is None), failed=int(failed is not None))
             if failed is not None:
                 return failed, init
@@ -185,7 +200,7 @@ class LocalLauncher:
         outcome = await run_gang(
             specs, self.logs.line, trainer.replicated_job, trainer.container, self.options.grace_seconds, started
         )
-        failed = outcome.first_failure
+        failed = self._explained(outcome.first_failure)
         self.recorder.job_status(
             trainer.replicated_job,
             succeeded=trainer.parallelism if failed is None else 0,

@@ -20,6 +20,10 @@ INITIALIZER_ANCESTORS = ("dataset-initializer", "model-initializer")
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 TORCH_NPROC_ENV = "PET_NPROC_PER_NODE"
 MPI_MARKER_ENV = "OMPI_MCA_orte_default_hostfile"
+_MPI_MESSAGE = (
+    "MPI runtimes (e.g. deepspeed-distributed) cannot run locally: they need mpirun and sshd "
+    "between pods; use a torch or plain runtime for local runs"
+)
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,9 @@ def _failure_policy(spec: Mapping[str, Any]) -> FailurePolicy | None:
     return FailurePolicy(max_restarts=int(policy.get("maxRestarts") or 0), rules=rules)
 
 
-def _container_plan(replicated_job: Mapping[str, Any], container_name: str) -> ContainerPlan:
+def _container_plan(
+    replicated_job: Mapping[str, Any], container_name: str, needs_command: bool = True
+) -> ContainerPlan:
     name = str(replicated_job.get("name"))
     job_spec = (replicated_job.get("template") or {}).get("spec") or {}
     pod_spec = (job_spec.get("template") or {}).get("spec") or {}
@@ -156,7 +162,7 @@ def _container_plan(replicated_job: Mapping[str, Any], container_name: str) -> C
             f"the runtime must define it (containers: {[c.get('name') for c in containers]})"
         )
     command = [*(chosen.get("command") or []), *(chosen.get("args") or [])]
-    if not command:
+    if not command and needs_command:
         raise LocalRunError(
             f"container {container_name!r} of replicatedJob {name!r} has no command: "
             "locally there is no image entrypoint, so set spec.trainer.command in the TrainJob"
@@ -196,8 +202,11 @@ def plan_from_jobset(
         labels = ((replicated_job.get("template") or {}).get("metadata") or {}).get("labels") or {}
         ancestor = labels.get(ANCESTOR_LABEL) or (name if name in INITIALIZER_ANCESTORS else None)
         if ancestor in INITIALIZER_ANCESTORS:
-            initializers.append(_container_plan(replicated_job, str(ancestor)))
+            # The launcher runs its own loader for initializers: their image command is not used.
+            initializers.append(_container_plan(replicated_job, str(ancestor), needs_command=False))
         elif ancestor == TRAINER_ANCESTOR or (ancestor is None and name == "node" and trainer is None):
+            if name == "launcher" or MPI_MARKER_ENV in str(replicated_job):
+                raise LocalRunError(_MPI_MESSAGE)
             trainer = _container_plan(replicated_job, "node")
         else:
             raise LocalRunError(
@@ -208,11 +217,6 @@ def plan_from_jobset(
         raise LocalRunError(
             "the rendered JobSet has no trainer job (label "
             f"{ANCESTOR_LABEL}={TRAINER_ANCESTOR} or a replicatedJob named 'node'): check the runtime"
-        )
-    if trainer.env_value(MPI_MARKER_ENV) is not None or trainer.replicated_job == "launcher":
-        raise LocalRunError(
-            "MPI runtimes (e.g. deepspeed-distributed) cannot run locally: they need mpirun and sshd "
-            "between pods; use a torch or plain runtime for local runs"
         )
     order = {name: i for i, name in enumerate(INITIALIZER_ANCESTORS)}
     initializers.sort(key=lambda plan: order.get(plan.container, len(order)))

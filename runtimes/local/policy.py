@@ -36,6 +36,7 @@ class RankExit:
     replicated_job: str
     container: str
     exit_code: int
+    detail: str = ""  # the process's last line of output, often the error
 
     @property
     def failed(self) -> bool:
@@ -83,6 +84,8 @@ def decide(
 ) -> Decision:
     """Restart or fail, and with which reason, after ``failure`` ended an attempt."""
     what = f"{failure.label} exited with code {failure.exit_code}"
+    if failure.detail:
+        what += f" ({failure.detail})"
     action, index = pod_failure_action(failure, pod_rules)
     if action == "Ignore":
         return Decision(
@@ -96,6 +99,7 @@ def decide(
         job_message = (
             f"Container {failure.container} for pod {failure.label} failed with exit code "
             f"{failure.exit_code} matching FailJob rule at index {index}"
+            + (f" ({failure.detail})" if failure.detail else "")
         )
     else:
         job_reason = REASON_BACKOFF_LIMIT

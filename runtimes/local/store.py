@@ -74,6 +74,24 @@ class JobDirectory:
         for directory in (self.path, self.logs, self.workspace, self.output):
             directory.mkdir(parents=True, exist_ok=True)
 
+    def reset(self) -> None:
+        """Make the directory ready for a fresh run, removing only what a previous run wrote.
+
+        Refuses a non-empty directory that is not a job directory, so a mistyped ``--workdir``
+        never loses anyone's files.
+        """
+        if self.path.is_dir() and any(self.path.iterdir()) and not self.trainjob_file.is_file():
+            raise LocalRunError(
+                f"{self.path} is not empty and holds no trainjob.json: choose an empty or new --workdir"
+            )
+        if self.pid_file.is_file() and _alive(self.pid_file):
+            raise LocalRunError(f"a local run is still active in {self.path}; stop it or pick another --workdir")
+        for directory in (self.logs, self.workspace, self.output):
+            shutil.rmtree(directory, ignore_errors=True)
+        for file in (self.trainjob_file, self.pid_file):
+            file.unlink(missing_ok=True)
+        self.create()
+
     def read_trainjob(self) -> dict[str, Any]:
         try:
             data: dict[str, Any] = json.loads(self.trainjob_file.read_text())
@@ -118,6 +136,14 @@ class LocalJobStore:
             raise LocalRunError(f"TrainJob {name!r} not found in the local store {self.jobs_dir}")
         stop_launcher(job, grace_seconds)
         shutil.rmtree(job.path, ignore_errors=True)
+
+
+def _alive(pid_file: Path) -> bool:
+    try:
+        os.kill(int(pid_file.read_text().strip()), 0)
+    except (ValueError, ProcessLookupError, PermissionError, FileNotFoundError):
+        return False
+    return True
 
 
 def stop_launcher(job: JobDirectory, grace_seconds: float) -> None:

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert": ("trainyard.cli.convert", "convert a Training Operator v1 PyTorchJob/TFJob into a TrainJob"),
     "render": ("trainyard.cli.render", "print the JobSet, PodGroup and other objects a TrainJob becomes"),
     "run": ("trainyard.cli.run", "run a TrainJob on this machine with real PyTorch (--local)"),
+    "serve": ("trainyard.cli.serve", "run the cluster services: the admission webhook (HTTPS)"),
 }
 
 
