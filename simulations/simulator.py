@@ -1,0 +1,394 @@
+"""The discrete-event loop: arrivals, admission cycles, pod stages, completions, failures.
+
+Virtual time jumps from one batch of simultaneous events to the next. After a batch that can
+change what fits (an arrival, a completion, an eviction, a repair, an engine timer) the loop
+asks the engine for one admission cycle at that instant, then plays the decisions out: every
+admitted gang's pods go through the KWOK Pod stages (pod-ready delay and jitter per pod,
+pod-complete after the job's duration from its annotation); preempted and evicted gangs lose
+their pending stage events (a generation counter voids them) and their nodes. The engine
+requeues what it removed; the simulator only reports. Invariants are checked on every
+admission; metrics are recorded on every change.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from runtimes.k8s.core import Node
+from scheduler.api.kueue import ResourceFlavor
+from simulations.engine_driver import Admitted, EngineDriver, Removed
+from simulations.events import Event, EventKind, EventQueue, RandomStreams
+from simulations.invariants import GPU, InvariantChecker, NodeLedger, pod_amounts
+from simulations.kwok import (
+    POD_COMPLETE_DELAY_ANNOTATION,
+    POD_COMPLETE_JITTER_ANNOTATION,
+    PodLifecycle,
+    load_stages,
+    simulated_pod,
+)
+from simulations.metrics import MetricsRecorder
+from simulations.scenarios import BuiltScenario
+from simulations.workloads import JobSpec
+
+FOREGROUND = frozenset(
+    {EventKind.ARRIVAL, EventKind.GANG_READY, EventKind.GANG_COMPLETE, EventKind.ENGINE_TIMER, EventKind.NODE_REPAIR}
+)
+MAX_SAMPLES = 2000
+
+
+@dataclass(slots=True)
+class _Running:
+    job: JobSpec
+    amount: int  # primary resource held
+    generation: int
+    flavor_nodes: np.ndarray | None = None
+
+
+@dataclass
+class SimulationResult:
+    scenario: str
+    seed: int
+    summary: dict[str, Any]
+    invariants: dict[str, Any]
+    events: int
+    wall_seconds: float
+    engine_seconds: float
+    cycles: int
+    samples: list[Any] = field(default_factory=list)
+    notes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def invariants_held(self) -> bool:
+        return bool(self.invariants["violations"] == 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "events": self.events,
+            "cycles": self.cycles,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "engine_seconds": round(self.engine_seconds, 3),
+            "invariants": self.invariants,
+            "notes": self.notes,
+            **self.summary,
+        }
+
+
+ProgressCallback = Callable[[int, int, float], None]  # (jobs finished or gone, jobs total, virtual time)
+
+
+class Simulation:
+    def __init__(
+        self,
+        built: BuiltScenario,
+        seed: int = 1,
+        progress: ProgressCallback | None = None,
+        horizon: float | None = None,
+    ) -> None:
+        self.built = built
+        self.seed = seed
+        self.progress = progress
+        self.horizon = horizon
+        scenario = built.scenario
+        self.streams = RandomStreams(seed)
+        self.driver = EngineDriver(scenario.fair_sharing, scenario.pods_ready_timeout)
+        for obj in built.objects:
+            self.driver.apply(obj)
+        for node in built.nodes:
+            self.driver.apply(node)
+        self.ledger = NodeLedger(built.nodes, built.levels)
+        self.checker = InvariantChecker(built.objects, self.ledger)
+        self.lifecycle = PodLifecycle(load_stages(scenario.stages))
+        self.metrics = MetricsRecorder(
+            built.capacity, built.nominal, "GPUs" if built.primary_resource != "cpu" else "CPU cores"
+        )
+        self.queue = EventQueue()
+        self.jobs: dict[str, JobSpec] = {}
+        self.running: dict[str, _Running] = {}
+        self.generation: dict[str, int] = {}
+        self.pending_shapes: Counter[tuple[int, int, int]] = Counter()  # (total gpus, per pod, pods)
+        self.flavor_masks = self._flavor_masks()
+        self.stage_rng = self.streams.python("stages")
+        self.failure_rng = self.streams.python("failures")
+        self.foreground = 0
+        self.cycles = 0
+        self.engine_seconds = 0.0
+        self.gone = 0  # finished jobs
+        self._timer_at: float | None = None
+        self._arriving: JobSpec | None = None
+        self._sample_every = scenario.sample_seconds
+
+    # ------------------------------------------------------------------------------ helpers
+
+    def _flavor_masks(self) -> dict[str, np.ndarray]:
+        masks = {}
+        for obj in self.built.objects:
+            if isinstance(obj, ResourceFlavor):
+                wanted = obj.spec.node_labels
+                masks[obj.name] = np.array(
+                    [all(labels.get(k) == v for k, v in wanted.items()) for labels in self.ledger.labels], dtype=bool
+                )
+        return masks
+
+    def _push(self, event: Event) -> None:
+        if event.kind in FOREGROUND:
+            self.foreground += 1
+        self.queue.push(event)
+
+    def _amount(self, job: JobSpec) -> int:
+        if self.built.primary_resource == "cpu":
+            return job.cpu_milli * job.nodes // 1000
+        return job.gpus
+
+    def _next_arrival(self, stream: Iterator[JobSpec]) -> None:
+        job = next(stream, None)
+        if job is not None:
+            self._push(Event(job.submit_time, EventKind.ARRIVAL, job.name, index=-1))
+            self._arriving = job
+
+    # ------------------------------------------------------------------------------- events
+
+    def _arrive(self, job: JobSpec, now: float) -> None:
+        started = time.perf_counter()
+        key = self.driver.submit(job, now)
+        self.engine_seconds += time.perf_counter() - started
+        self.jobs[key] = job
+        self.metrics.submitted(key, job.team, self._amount(job), now)
+        self.pending_shapes[(job.gpus, job.gpus_per_node, job.nodes)] += 1
+
+    def _admit(self, decision: Admitted, now: float) -> None:
+        job = self.jobs[decision.key]
+        if decision.placed and job.nodes > 1 and self.ledger.levels:
+            flavor = next(iter(decision.flavors.values()), None)
+            mask = self.flavor_masks.get(flavor or "", np.ones(len(self.ledger.names), dtype=bool))
+            best = self.ledger.best_possible_level(job.nodes, pod_amounts(job), mask)
+        else:
+            best = None
+        self.checker.admitted(
+            decision.key,
+            job,
+            decision.cluster_queue,
+            decision.usage,
+            decision.flavors,
+            decision.counts,
+            decision.nodes,
+            now,
+        )
+        if decision.nodes and self.ledger.levels:
+            achieved = self.ledger.lowest_common_level(decision.nodes)
+            level = self.ledger.levels[achieved] if achieved >= 0 else "spans top level"
+            target = len(self.ledger.levels) - 1 if best is None else best
+            self.metrics.placement(level, target - achieved)
+        amount = self._amount(job)
+        self.metrics.admitted(decision.key, amount, now)
+        shape = (job.gpus, job.gpus_per_node, job.nodes)
+        self.pending_shapes[shape] -= 1
+        if not self.pending_shapes[shape]:
+            del self.pending_shapes[shape]
+        generation = self.generation.get(decision.key, 0) + 1
+        self.generation[decision.key] = generation
+        self.running[decision.key] = _Running(job, amount, generation)
+        delay = f"{round(job.duration * 1000)}ms"
+        pod = simulated_pod(
+            job.name,
+            job.team,
+            {},
+            {POD_COMPLETE_DELAY_ANNOTATION: delay, POD_COMPLETE_JITTER_ANNOTATION: delay},
+        )
+        outcome = self.lifecycle.run_gang(pod, job.nodes, now, self.stage_rng)
+        if outcome.ready_after is not None:
+            self._push(Event(now + outcome.ready_after, EventKind.GANG_READY, decision.key, generation))
+        if outcome.finished_after is not None:
+            self._push(Event(now + outcome.finished_after, EventKind.GANG_COMPLETE, decision.key, generation))
+
+    def _remove(self, removed: Removed, now: float, preempted: bool) -> None:
+        running = self.running.pop(removed.key, None)
+        if running is None:
+            return
+        self.generation[removed.key] = running.generation + 1  # voids its pending stage events
+        self.checker.released(removed.key)
+        self.metrics.released(removed.key, running.amount, now, requeued=True)
+        if preempted:
+            self.metrics.preempted(removed.key, removed.reason)
+        else:
+            self.metrics.evicted(removed.key, removed.reason)
+        job = running.job
+        self.pending_shapes[(job.gpus, job.gpus_per_node, job.nodes)] += 1
+
+    def _complete(self, key: str, now: float) -> None:
+        running = self.running.pop(key)
+        self.driver.finish(key, now)
+        self.checker.released(key)
+        self.metrics.released(key, running.amount, now, requeued=False)
+        self.jobs.pop(key, None)
+        self.gone += 1
+
+    def _node_failure(self, name: str, now: float) -> None:
+        i = self.ledger.index[name]
+        if self.ledger.ready[i]:
+            self.ledger.ready[i] = False
+            self.driver.update_node(self._node_with_ready(i, False))
+            for key in self.ledger.workloads_on(name):
+                removed = self.driver.evict(key, "NodeFailure", now)
+                if removed is not None:
+                    self._remove(removed, now, preempted=False)
+            repair = self.built.scenario.failures.repair_seconds if self.built.scenario.failures else 0.0
+            self._push(Event(now + repair, EventKind.NODE_REPAIR, name))
+        self._schedule_failure(now)
+
+    def _node_with_ready(self, i: int, ready: bool) -> Node:
+        document = dict(self.built.node_documents[i])
+        status = dict(document["status"])
+        status["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "True" if ready else "False",
+                "reason": "KubeletReady" if ready else "NodeFailure",
+            }
+        ]
+        document["status"] = status
+        return Node.model_validate(document)
+
+    def _schedule_failure(self, now: float) -> None:
+        failures = self.built.scenario.failures
+        if failures is None or not self.ledger.names:
+            return
+        rate = len(self.ledger.names) / (failures.node_mtbf_hours * 3600.0)
+        when = now + self.failure_rng.expovariate(rate)
+        name = self.ledger.names[self.failure_rng.randrange(len(self.ledger.names))]
+        self._push(Event(when, EventKind.NODE_FAILURE, name))
+
+    def _fragmented(self) -> int:
+        """Free GPUs that cannot host the smallest pending gang (all free ones if it fits nowhere)."""
+        if not self.pending_shapes or not self.ledger.names:
+            return 0
+        _, per_pod, pods = min(self.pending_shapes)
+        free = np.where(self.ledger.ready, self.ledger.free()[:, GPU], 0)
+        if per_pod == 0:
+            return 0
+        hosts = free >= per_pod
+        if int((free[hosts] // per_pod).sum()) < pods:
+            return int(free.sum())
+        return int(free[~hosts].sum())
+
+    # --------------------------------------------------------------------------------- loop
+
+    def run(self) -> SimulationResult:
+        wall = time.perf_counter()
+        stream = self.built.jobs(self.streams)
+        self._arriving = None
+        self._next_arrival(stream)
+        self._push(Event(0.0, EventKind.SAMPLE, ""))
+        self._schedule_failure(0.0)
+        now = 0.0
+        last_progress = 0.0
+        while self.foreground > 0:
+            batch = self.queue.pop_batch()
+            now = batch[0].time
+            if self.horizon is not None and now > self.horizon:
+                now = self.horizon
+                break
+            dirty = False
+            sample = False
+            for event in batch:
+                kind = event.kind
+                if kind in FOREGROUND:
+                    self.foreground -= 1
+                if kind is EventKind.ARRIVAL:
+                    job = self._arriving
+                    assert job is not None
+                    self._arrive(job, now)
+                    self._next_arrival(stream)
+                    dirty = True
+                elif kind is EventKind.GANG_READY:
+                    if self.generation.get(event.subject) == event.generation and event.subject in self.running:
+                        self.driver.pods_ready(event.subject, now)
+                        self.metrics.running(event.subject, now)
+                elif kind is EventKind.GANG_COMPLETE:
+                    if self.generation.get(event.subject) == event.generation and event.subject in self.running:
+                        self._complete(event.subject, now)
+                        dirty = True
+                elif kind is EventKind.ENGINE_TIMER:
+                    self._timer_at = None
+                    dirty = True
+                elif kind is EventKind.NODE_FAILURE:
+                    self._node_failure(event.subject, now)
+                    dirty = True
+                elif kind is EventKind.NODE_REPAIR:
+                    i = self.ledger.index[event.subject]
+                    self.ledger.ready[i] = True
+                    self.driver.update_node(self._node_with_ready(i, True))
+                    dirty = True
+                elif kind is EventKind.SAMPLE:
+                    sample = True
+            if dirty:
+                self._cycle(now)
+            if sample:
+                self.metrics.sample(now, self._fragmented())
+                if len(self.metrics.samples) >= MAX_SAMPLES:
+                    self.metrics.samples = self.metrics.samples[::2]
+                    self._sample_every *= 2
+                if self.foreground > 0:
+                    self._push(Event(now + self._sample_every, EventKind.SAMPLE, ""))
+            if self.progress is not None and (now - last_progress > 0 or not self.foreground):
+                self.progress(self.gone, self.built.job_count, now)
+                last_progress = now
+        self.metrics.end_time = now
+        self.metrics.sample(now, self._fragmented())
+        self.checker.finish()
+        if self.progress is not None:
+            self.progress(self.gone, self.built.job_count, now)
+        return SimulationResult(
+            scenario=self.built.scenario.name,
+            seed=self.seed,
+            summary=self.metrics.summary(),
+            invariants=self.checker.summary(),
+            events=self.queue.popped,
+            wall_seconds=time.perf_counter() - wall,
+            engine_seconds=self.engine_seconds,
+            cycles=self.cycles,
+            samples=self.metrics.samples,
+            notes=dict(self.built.notes),
+        )
+
+    def _cycle(self, now: float) -> None:
+        started = time.perf_counter()
+        decisions = self.driver.schedule(now)
+        self.engine_seconds += time.perf_counter() - started
+        self.cycles += 1
+        # One engine call may run several rounds: a gang admitted in one round can be preempted
+        # in a later one, and a preempted gang re-admitted. The lists do not keep that order,
+        # so the final state decides: the last admission of a gang the engine still holds wins.
+        last_admission = {decision.key: decision for decision in decisions.admitted}
+        for removed, preempted in [(r, True) for r in decisions.preempted] + [(r, False) for r in decisions.evicted]:
+            if removed.key in self.running and (
+                removed.key in last_admission or not self.driver.is_admitted(removed.key)
+            ):
+                self._remove(removed, now, preempted=preempted)
+            elif removed.key not in self.running and removed.key in self.metrics.jobs:
+                # admitted and preempted within this one call: it never ran, but it was preempted
+                if preempted:
+                    self.metrics.preempted(removed.key, removed.reason)
+                else:
+                    self.metrics.evicted(removed.key, removed.reason)
+        for key, decision in last_admission.items():
+            if key not in self.running and self.driver.is_admitted(key):
+                self._admit(decision, now)
+        timer = self.driver.next_timer()
+        if timer is not None and timer > now and (self._timer_at is None or timer < self._timer_at):
+            self._timer_at = timer
+            self._push(Event(timer, EventKind.ENGINE_TIMER, ""))
+        elif timer is not None and not math.isfinite(timer):
+            self._timer_at = None
+
+
+def simulate(built: BuiltScenario, seed: int = 1, progress: ProgressCallback | None = None) -> SimulationResult:
+    return Simulation(built, seed, progress).run()

@@ -1,0 +1,177 @@
+"""The Alibaba openb 2023 GPU trace (cluster-trace-gpu-v2023, the FGD paper's input).
+
+``openb_node_list_gpu_node.csv`` (sn, cpu_milli, memory_mib, gpu, model) becomes fake Nodes
+labelled with their hostname and GPU model; ``openb_pod_list_default.csv`` becomes one
+single-pod job per row. How the trace maps onto Kueue, and what it cannot express:
+
+- every pod is a gang of one; its run time is ``deletion_time − scheduled_time``, or
+  ``deletion_time − creation_time`` for pods the trace never scheduled (at least 1 s);
+- a GPU share (``gpu_milli`` < 1000 on one GPU) asks for a whole GPU, since Kubernetes
+  extended resources are integral (the count is reported as ``fractional_gpu_pods``);
+- ``gpu_spec`` (allowed models, ``|``-separated) becomes a required node affinity on the model;
+- ``qos`` becomes the priority: LS and Guaranteed → high, Burstable → normal, BE → low;
+- all pods go to one ClusterQueue ``openb`` whose quota is the whole cluster, one
+  ResourceFlavor per GPU model, and a Topology with the hostname as its only level.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtimes.k8s.core import Node
+from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, HOSTNAME_LABEL, node_document
+from simulations.errors import SimulationInputError
+from simulations.workloads import JobSpec
+
+NODES_FILE = "openb_node_list_gpu_node.csv"
+PODS_FILE = "openb_pod_list_default.csv"
+OPENB_TEAM = "openb"
+QOS_PRIORITY = {"LS": "high", "Guaranteed": "high", "Burstable": "normal", "BE": "low"}
+
+
+@dataclass
+class OpenbTrace:
+    nodes: list[Node]
+    node_documents: list[dict[str, Any]]
+    jobs: list[JobSpec]
+    capacity_by_model: dict[str, dict[str, int]]
+    notes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(c[GPU_RESOURCE] for c in self.capacity_by_model.values())
+
+
+def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    try:
+        handle = open(path, newline="")  # noqa: SIM115 - closed below
+    except OSError as error:
+        raise SimulationInputError(str(path), None, "", f"cannot read file: {error.strerror}") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise SimulationInputError(str(path), 1, missing[0], f"missing column(s) {', '.join(missing)}")
+        return [(reader.line_num, row) for row in reader]
+
+
+class _RowReader:
+    """Integer columns of one CSV row, with errors that name the file, line and column."""
+
+    def __init__(self, path: Path, line: int, row: dict[str, str]) -> None:
+        self.path, self.line, self.row = path, line, row
+
+    def optional(self, column: str) -> int | None:
+        text = (self.row.get(column) or "").strip()
+        if not text:
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            raise SimulationInputError(str(self.path), self.line, column, f"{text!r} is not an integer") from None
+        if value < 0:
+            raise SimulationInputError(str(self.path), self.line, column, f"must not be negative, got {value}")
+        return value
+
+    def required(self, column: str) -> int:
+        value = self.optional(column)
+        if value is None:
+            raise SimulationInputError(str(self.path), self.line, column, "empty; an integer is required")
+        return value
+
+
+def read_openb(directory: str | Path, limit: int | None = None) -> OpenbTrace:
+    """Nodes and jobs of the trace in ``directory``; ``limit`` keeps only the first pods."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise SimulationInputError(str(root), None, "", f"not a directory holding {NODES_FILE} and {PODS_FILE}")
+    node_path, pod_path = root / NODES_FILE, root / PODS_FILE
+    documents: list[dict[str, Any]] = []
+    capacity: dict[str, dict[str, int]] = {}
+    for line, row in _rows(node_path, ("sn", "cpu_milli", "memory_mib", "gpu", "model")):
+        read = _RowReader(node_path, line, row)
+        name, model = (row.get("sn") or "").strip(), (row.get("model") or "").strip()
+        if not name:
+            raise SimulationInputError(str(node_path), line, "sn", "empty node name")
+        if not model:
+            raise SimulationInputError(str(node_path), line, "model", "empty GPU model")
+        cpu, memory, gpus = read.required("cpu_milli"), read.required("memory_mib"), read.required("gpu")
+        labels = {"type": "kwok", HOSTNAME_LABEL: name, GPU_PRODUCT_LABEL: model}
+        allocatable = {"cpu": f"{cpu}m", "memory": f"{memory}Mi", GPU_RESOURCE: str(gpus), "pods": "110"}
+        documents.append(node_document(name, labels, allocatable))
+        totals = capacity.setdefault(model, {"cpu": 0, "memory": 0, GPU_RESOURCE: 0})
+        totals["cpu"] += cpu // 1000
+        totals["memory"] += memory // 1024
+        totals[GPU_RESOURCE] += gpus
+    if not documents:
+        raise SimulationInputError(str(node_path), 2, "", "no nodes in the trace")
+    models = set(capacity)
+
+    jobs: list[JobSpec] = []
+    notes = {"fractional_gpu_pods": 0, "never_scheduled_pods": 0, "censored_pods": 0}
+    columns = (
+        "name",
+        "cpu_milli",
+        "memory_mib",
+        "num_gpu",
+        "gpu_milli",
+        "gpu_spec",
+        "qos",
+        "pod_phase",
+        "creation_time",
+        "deletion_time",
+        "scheduled_time",
+    )
+    for line, row in _rows(pod_path, columns):
+        if limit is not None and len(jobs) >= limit:
+            break
+        read = _RowReader(pod_path, line, row)
+        created = read.required("creation_time")
+        deleted = read.required("deletion_time")
+        scheduled = read.optional("scheduled_time")
+        gpus = read.required("num_gpu")
+        gpu_milli = read.optional("gpu_milli") or 0
+        cpu, memory = read.required("cpu_milli"), read.required("memory_mib")
+        start = scheduled if scheduled is not None else created
+        if deleted < start:
+            raise SimulationInputError(
+                str(pod_path), line, "deletion_time", f"{deleted} is before the pod started ({start})"
+            )
+        if gpus > 8:
+            raise SimulationInputError(str(pod_path), line, "num_gpu", f"{gpus} GPUs; openb pods ask for 0 to 8")
+        if gpus == 1 and 0 < gpu_milli < 1000:
+            notes["fractional_gpu_pods"] += 1
+        if scheduled is None:
+            notes["never_scheduled_pods"] += 1
+        if row.get("pod_phase") in ("Running", "Pending"):
+            notes["censored_pods"] += 1
+        spec = tuple(m for m in (row.get("gpu_spec") or "").split("|") if m)
+        unknown = [m for m in spec if m not in models]
+        if unknown:
+            raise SimulationInputError(str(pod_path), line, "gpu_spec", f"GPU model {unknown[0]!r} is on no node")
+        qos = (row.get("qos") or "").strip()
+        if qos not in QOS_PRIORITY:
+            raise SimulationInputError(
+                str(pod_path), line, "qos", f"{qos!r}; expected one of {', '.join(QOS_PRIORITY)}"
+            )
+        jobs.append(
+            JobSpec(
+                name=(row.get("name") or f"openb-pod-{len(jobs)}").strip(),
+                team=OPENB_TEAM,
+                submit_time=float(created),
+                nodes=1,
+                gpus_per_node=gpus,
+                duration=float(max(1, deleted - start)),
+                priority_class=QOS_PRIORITY[qos],
+                cpu_milli=cpu,
+                memory_mib=memory,
+                topology_mode="required",
+                topology_level=HOSTNAME_LABEL,
+                gpu_models=spec,
+            )
+        )
+    jobs.sort(key=lambda job: job.submit_time)
+    return OpenbTrace([Node.model_validate(d) for d in documents], documents, jobs, capacity, notes)
