@@ -237,3 +237,36 @@ class CertificateReloader:
         while True:
             await asyncio.sleep(self.interval)
             self.check()
+
+
+WEBHOOK_CONFIGURATION_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+
+def write_ca_bundle(path: Path, ca_pem: bytes) -> int:
+    """Set ``clientConfig.caBundle`` of every webhook in the configurations YAML at ``path``.
+
+    Returns how many webhooks were updated; the file keeps its other documents and fields.
+    """
+    import yaml
+
+    try:
+        documents = list(yaml.safe_load_all(path.read_text()))
+    except OSError as error:
+        raise TLSError(f"cannot read {path}: {error.strerror}; pass the webhook configurations YAML") from None
+    except yaml.YAMLError as error:
+        raise TLSError(f"{path} is not valid YAML: {error}") from None
+    bundle = base64.b64encode(ca_pem).decode("ascii")
+    updated = 0
+    for document in documents:
+        if not isinstance(document, dict) or document.get("kind") not in WEBHOOK_CONFIGURATION_KINDS:
+            continue
+        for webhook in document.get("webhooks") or []:
+            webhook.setdefault("clientConfig", {})["caBundle"] = bundle
+            updated += 1
+    if updated == 0:
+        raise TLSError(
+            f"{path} holds no MutatingWebhookConfiguration or ValidatingWebhookConfiguration webhooks; "
+            "use manifests/webhook/webhook-configurations.yaml"
+        )
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    return updated

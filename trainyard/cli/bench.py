@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "trainyard.benchmarks.placement",
         "gang placement on 10,000 fragmented GPU nodes vs first-fit and Kueue BestFit",
     ),
+    "webhook": ("trainyard.benchmarks.webhook", "admission webhook rps and latency over loopback HTTPS"),
 }
 
 
