@@ -1,0 +1,44 @@
+"""The seam between ``TrainerClient`` and where jobs run.
+
+Kubeflow's SDK has one client and several backends (``KubernetesBackend``,
+``LocalProcessBackend``, ``ContainerBackend``); trainyard keeps that shape. A backend is any
+object with the methods of :class:`TrainingBackend`; the client only forwards to it.
+
+- :class:`runtimes.sdk.local_backend.LocalBackend` (here now): renders the TrainJob with the
+  same ``render_trainjob`` the cluster path uses and runs it with the local launcher in a
+  detached process; status and logs live in the local job store.
+- A Kubernetes backend comes with the controllers: it will submit the very manifest
+  ``runtimes.sdk.trainjobs.build_trainjob`` produces (through the Kubernetes adapter, which
+  lives in ``scheduler``), read status from the TrainJob's conditions and logs from the pods.
+  It will be chosen by passing its config to ``TrainerClient(backend_config=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+from runtimes.sdk.types import BuiltinTrainer, CustomTrainer, Initializer, Runtime, TrainJob
+
+
+class TrainingBackend(Protocol):
+    def list_runtimes(self) -> list[Runtime]: ...
+
+    def get_runtime(self, name: str) -> Runtime: ...
+
+    def train(
+        self,
+        runtime: str | Runtime | None = None,
+        initializer: Initializer | None = None,
+        trainer: CustomTrainer | BuiltinTrainer | None = None,
+    ) -> str: ...
+
+    def list_jobs(self, runtime: Runtime | None = None) -> list[TrainJob]: ...
+
+    def get_job(self, name: str) -> TrainJob: ...
+
+    def get_job_logs(self, name: str, step: str | None = "node-0", follow: bool = False) -> Iterator[str]: ...
+
+    def wait_for_job_status(self, name: str, status: set[str], timeout: float, polling_interval: float) -> TrainJob: ...
+
+    def delete_job(self, name: str) -> None: ...
