@@ -203,6 +203,9 @@ def train(
         print(f"final model written to {out / FINAL_MODEL}", flush=True)
     print(f"rank {rank}/{world_size} finished step {steps}, loss {last_loss:.6f}", flush=True)
     if started_group:
+        # Every rank waits for rank 0's final write before tearing gloo down: a rank that leaves
+        # early closes its pairs under the others and gloo aborts them (exit 134).
+        dist.barrier()
         dist.destroy_process_group()
     return TrainResult(rank, world_size, start_step, steps, first_loss, last_loss, str(out))
 
