@@ -136,6 +136,13 @@ class MetricsRecorder:
         free = self.capacity - self.allocated
         self._fragmented_samples.append((now, fragmented, free))
 
+    def wait_times(self) -> dict[str, list[float]]:
+        waits: dict[str, list[float]] = defaultdict(list)
+        for record in self.jobs.values():
+            if record.admitted is not None:
+                waits[record.cluster_queue].append(record.admitted - record.submitted)
+        return dict(waits)
+
     def summary(self) -> dict[str, Any]:
         self.advance(self.end_time)
         horizon = self.end_time or 1.0

@@ -136,7 +136,7 @@ BUILTIN: dict[str, Scenario] = {
         name="gpu-1k",
         description="1,024 nodes × 8 H100 (4 spines × 8 blocks × 32 nodes), 4 teams, 2,000 TrainJobs (Kalos mix)",
         cluster=ClusterSpec(zones=1, spines_per_zone=4, blocks_per_spine=8, nodes_per_block=32),
-        workload=SyntheticWorkload(jobs=2000, mix="kalos", load=1.2, max_duration=86400.0),
+        workload=SyntheticWorkload(jobs=2000, mix="kalos", load=2.0, max_duration=86400.0),
         sample_seconds=600.0,
     ),
     "gpu-10k": Scenario(
@@ -399,6 +399,7 @@ _WORKLOAD_KEYS = {
     "topologyMode": "topology_mode",
     "topologyLevel": "topology_level",
     "highPriorityFraction": "high_priority_fraction",
+    "maxDurationSeconds": "max_duration",
 }
 
 

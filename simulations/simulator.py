@@ -62,6 +62,7 @@ class SimulationResult:
     engine_seconds: float
     cycles: int
     samples: list[Any] = field(default_factory=list)
+    wait_times: dict[str, list[float]] = field(default_factory=dict)
     notes: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -356,6 +357,7 @@ class Simulation:
             engine_seconds=self.engine_seconds,
             cycles=self.cycles,
             samples=self.metrics.samples,
+            wait_times=self.metrics.wait_times(),
             notes=dict(self.built.notes),
         )
 

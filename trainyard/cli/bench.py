@@ -10,12 +10,14 @@ from typing import Any, Protocol
 
 # name -> (module under trainyard.benchmarks, summary)
 BENCHMARKS: dict[str, tuple[str, str]] = {
+    "simulation": ("trainyard.benchmarks.simulation", "100,000 TrainJobs on 10,000 simulated 8-GPU nodes"),
     "admission": ("trainyard.benchmarks.admission", "Kueue's scheduler performance scenarios through the engine"),
     "placement": (
         "trainyard.benchmarks.placement",
         "gang placement on 10,000 fragmented GPU nodes vs first-fit and Kueue BestFit",
     ),
     "webhook": ("trainyard.benchmarks.webhook", "admission webhook rps and latency over loopback HTTPS"),
+    "launch": ("trainyard.benchmarks.launch", "local 2x2 DDP: time to the first step, trainyard vs torchrun"),
 }
 
 

@@ -1,0 +1,182 @@
+"""KWOK Stage parsing, the jitter rule, selectors and the pod lifecycle over virtual time."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from simulations.errors import SimulationInputError
+from simulations.kwok import (
+    POD_COMPLETE_DELAY_ANNOTATION,
+    POD_COMPLETE_JITTER_ANNOTATION,
+    PodLifecycle,
+    default_stages,
+    draw_delay_ns,
+    load_stages,
+    parse_stage,
+    simulated_pod,
+)
+from simulations.kwok_query import parse_go_duration, run_query
+from simulations.yamlsource import load_documents
+
+SECOND = 1_000_000_000
+
+
+def stage_from(tmp_path: Path, text: str) -> list:  # type: ignore[type-arg]
+    path = tmp_path / "stage.yaml"
+    path.write_text(text)
+    return load_stages([path])
+
+
+@pytest.mark.parametrize(
+    ("duration", "jitter", "low", "high"),
+    [
+        pytest.param(5 * SECOND, None, 5 * SECOND, 5 * SECOND, id="no-jitter-is-duration"),
+        pytest.param(5 * SECOND, 3 * SECOND, 3 * SECOND, 3 * SECOND, id="jitter-below-duration-is-the-delay"),
+        pytest.param(5 * SECOND, 5 * SECOND, 5 * SECOND, 5 * SECOND, id="jitter-equal-duration-is-exact"),
+        pytest.param(2 * SECOND, 10 * SECOND, 2 * SECOND, 10 * SECOND - 1, id="jitter-above-duration-is-uniform"),
+    ],
+)
+def test_kwok_jitter_rule(duration: int, jitter: int | None, low: int, high: int) -> None:
+    rng = random.Random(7)
+    draws = [draw_delay_ns(duration, jitter, rng) for _ in range(2000)]
+    assert min(draws) >= low
+    assert max(draws) <= high
+    if low != high:
+        assert max(draws) - min(draws) > (high - low) // 2  # really spread, not constant
+
+
+def test_go_durations() -> None:
+    assert parse_go_duration("1h30m") == 5400 * SECOND
+    assert parse_go_duration("1.5s") == 1_500_000_000
+    assert parse_go_duration("300ms") == 300_000_000
+    assert parse_go_duration("0") == 0
+    assert parse_go_duration("ten seconds") is None
+    assert parse_go_duration("5") is None  # Go needs a unit
+
+
+def test_jq_subset_follows_gojq() -> None:
+    pod = {"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "X", "status": "False"}]}}
+    assert run_query('.status.conditions.[] | select( .type == "Ready" ) | .status', pod) == ["True"]
+    assert run_query('.metadata.annotations["a/b"]', pod) == [None]
+    assert run_query(".metadata.ownerReferences.[].kind", pod) is None  # iterating null errors
+
+
+def test_default_stages_drive_a_pod_to_success_after_its_annotated_duration() -> None:
+    lifecycle = PodLifecycle(default_stages())
+    pod = simulated_pod(
+        "p", "ns", {}, {POD_COMPLETE_DELAY_ANNOTATION: "3600s", POD_COMPLETE_JITTER_ANNOTATION: "3600s"}
+    )
+    outcome = lifecycle.run_pod(pod, 0.0, random.Random(1))
+    assert outcome.stages == ("pod-ready", "pod-complete")
+    assert outcome.phase == "Succeeded"
+    assert outcome.ready_after is not None
+    assert 2.0 <= outcome.ready_after < 10.0  # pod-ready: 2 s + Int63n(8 s)
+    assert outcome.finished_after == pytest.approx(outcome.ready_after + 3600.0)
+
+
+def test_missing_delay_annotation_means_no_delay_as_in_kwok() -> None:
+    lifecycle = PodLifecycle(default_stages())
+    outcome = lifecycle.run_pod(simulated_pod("p", "ns", {}, {}), 0.0, random.Random(1))
+    assert outcome.finished_after == outcome.ready_after
+
+
+def test_gang_is_ready_when_its_last_pod_is_and_done_when_its_last_pod_is() -> None:
+    lifecycle = PodLifecycle(default_stages())
+    pod = simulated_pod("p", "ns", {}, {POD_COMPLETE_DELAY_ANNOTATION: "100s", POD_COMPLETE_JITTER_ANNOTATION: "100s"})
+    rng = random.Random(3)
+    singles = [lifecycle.run_pod(pod, 0.0, rng).ready_after or 0.0 for _ in range(64)]
+    gang = lifecycle.run_gang(pod, 64, 0.0, random.Random(3))
+    assert gang.succeeded
+    assert gang.ready_after == pytest.approx(max(singles))
+    assert gang.finished_after == pytest.approx(max(singles) + 100.0)
+
+
+def test_pods_not_owned_by_a_job_never_complete_with_the_job_stage() -> None:
+    lifecycle = PodLifecycle(default_stages())
+    outcome = lifecycle.run_pod(simulated_pod("p", "ns", {}, {}, owner_kind="ReplicaSet"), 0.0, random.Random(1))
+    assert outcome.phase == "Running"
+    assert outcome.finished_after is None
+
+
+def test_null_selector_matches_nothing_and_weights_pick_between_matches(tmp_path: Path) -> None:
+    stages = stage_from(
+        tmp_path,
+        """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: never}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  next: {statusTemplate: "phase: Failed"}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: fail}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector: {matchExpressions: [{key: .status.phase, operator: In, values: [Pending]}]}
+  weight: 1
+  next: {statusTemplate: "phase: Failed"}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: succeed}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector: {matchExpressions: [{key: .status.phase, operator: In, values: [Pending]}]}
+  weight: 3
+  next: {statusTemplate: "phase: Succeeded"}
+""",
+    )
+    lifecycle = PodLifecycle(stages)
+    rng = random.Random(11)
+    phases = [lifecycle.run_pod(simulated_pod("p", "ns", {}, {}), 0.0, rng).phase for _ in range(4000)]
+    assert "never" not in {s.name for s in stages if s.matches({"status": {"phase": "Pending"}})}
+    assert phases.count("Succeeded") / len(phases) == pytest.approx(0.75, abs=0.03)
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "field"),
+    [
+        pytest.param(
+            "  delay: {durationMilliseconds: fast}\n", 9, "spec.delay.durationMilliseconds", id="bad-duration"
+        ),
+        pytest.param(
+            "  selector: {matchExpressions: [{key: .status.phase, operator: Maybe, values: [x]}]}\n",
+            9,
+            "spec.selector.matchExpressions[0].operator",
+            id="bad-operator",
+        ),
+        pytest.param(
+            "  selector: {matchExpressions: [{key: '.a | length', operator: Exists}]}\n",
+            9,
+            "spec.selector.matchExpressions[0].key",
+            id="unsupported-jq",
+        ),
+    ],
+)
+def test_bad_stage_files_name_file_line_and_field(tmp_path: Path, body: str, line: int, field: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: bad\nspec:\n"
+        "  resourceRef:\n    apiGroup: v1\n    kind: Pod\n" + body
+    )
+    with pytest.raises(SimulationInputError) as caught:
+        load_stages([path])
+    assert caught.value.file == str(path)
+    assert caught.value.line == line
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{path}:{line}: {field}:")
+
+
+def test_steps_form_is_refused_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "v08.yaml"
+    path.write_text(
+        "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata: {name: s}\nspec:\n"
+        "  resourceRef: {kind: Pod}\n  steps: []\n"
+    )
+    with pytest.raises(SimulationInputError, match="write the stage with `next`"):
+        parse_stage(load_documents(path)[0])

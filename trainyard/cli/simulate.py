@@ -1,0 +1,114 @@
+"""`trainyard simulate`: run a scenario or a trace through the real engine over virtual time."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from trainyard.cli.errors import UserError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scenario",
+        default="gpu-1k",
+        help="built-in scenario (gpu-1k, gpu-10k, kueue-baseline, kueue-large) or a scenario YAML file "
+        "(default: gpu-1k)",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        help="replay a trace instead of the scenario's workload: a job CSV (on the scenario's cluster) "
+        "or the openb directory (on its own 1,213 nodes)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed for every random stream (default 1)")
+    parser.add_argument("--out", type=Path, help="write summary.json and PNG plots into this directory")
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="SCENARIO",
+        help="run several scenarios (names or files: other policies or quotas) on the same seed, side by side",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
+    parser.add_argument(
+        "--backend", choices=("sim", "kwok"), default="sim", help="sim (default) or a real KWOK cluster"
+    )
+    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig of the KWOK cluster (--backend kwok)")
+    parser.add_argument(
+        "--timeout", type=float, default=3600.0, help="--backend kwok: seconds to wait for the jobs (default 3600)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from simulations.errors import SimulationInputError
+
+    try:
+        return _run(args)
+    except SimulationInputError as error:
+        raise UserError(str(error)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from simulations.report import render_table, write_json, write_plots
+    from simulations.scenarios import build, resolve_scenario, with_trace
+    from simulations.simulator import Simulation
+
+    names = args.compare or [args.scenario]
+    scenarios = [resolve_scenario(name) for name in names]
+    if args.trace is not None:
+        scenarios = [with_trace(s, args.trace) for s in scenarios]
+    if args.compare and len({s.name for s in scenarios}) != len(scenarios):
+        scenarios = [dataclasses.replace(s, name=f"{s.name}#{i + 1}") for i, s in enumerate(scenarios)]
+
+    if args.backend == "kwok":
+        if args.kubeconfig is None:
+            raise UserError("--backend kwok needs --kubeconfig PATH (the KWOK cluster's kubeconfig)")
+        from simulations.kwok_backend import run_on_kwok
+
+        summary = run_on_kwok(build(scenarios[0]), args.kubeconfig, seed=args.seed, timeout=args.timeout)
+        print(json.dumps(summary, indent=2))
+        return 0
+
+    console = Console(stderr=True)
+    results = []
+    for scenario in scenarios:
+        built = build(scenario)
+        if args.json or not sys.stderr.isatty():
+            results.append(Simulation(built, args.seed).run())
+            continue
+        with Progress(
+            TextColumn(f"[bold]{scenario.name}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("jobs done · virtual {task.fields[hours]:.1f} h"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task(scenario.name, total=built.job_count, hours=0.0)
+
+            def report(done: int, total: int, now: float, task_id: TaskID = task) -> None:
+                progress.update(task_id, completed=done, hours=now / 3600.0)
+
+            results.append(Simulation(built, args.seed, report).run())
+
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_json(results, args.out / "summary.json")
+        for result in results:
+            target = args.out if len(results) == 1 else args.out / result.scenario.replace("/", "_").replace(":", "_")
+            write_plots(result, target)
+    if args.json:
+        payload = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
+        print(json.dumps(payload, indent=2))
+    else:
+        render_table(results, Console())
+        if args.out is not None:
+            Console().print(f"wrote {args.out}/summary.json and plots")
+    return 0 if all(r.invariants_held for r in results) else 1
