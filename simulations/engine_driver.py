@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimes.k8s.core import Node
-from runtimes.k8s.meta import ObjectMeta, Resource
+from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import (
     PODSET_PREFERRED_TOPOLOGY,
     PODSET_REQUIRED_TOPOLOGY,
     Workload,
-    WorkloadStatus,
 )
 from scheduler.engine import AdmissionEngine, EngineConfig, WaitForPodsReady, WorkloadState
 from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
@@ -138,8 +137,10 @@ class EngineDriver:
         if template is None:
             template = Workload.model_validate(workload_document(job))
             self._templates[shape] = template
-        metadata = ObjectMeta.model_construct(name=job.name, namespace=job.team)
-        return template.model_copy(update={"metadata": metadata, "status": WorkloadStatus()})
+        # model_copy(update=...) skips validation; ObjectMeta(...)/model_construct would pay for
+        # default factories (~0.8 ms each). The engine reads workloads and never mutates them.
+        metadata = template.metadata.model_copy(update={"name": job.name, "namespace": job.team})
+        return template.model_copy(update={"metadata": metadata})
 
     def submit(self, job: JobSpec, now: float) -> str:
         return self.engine.submit(self.workload(job), now)

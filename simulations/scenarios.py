@@ -57,6 +57,7 @@ from simulations.cluster import (
     build_queues,
     build_topology,
     capacity_by_model,
+    nodes_from_documents,
 )
 from simulations.errors import SimulationInputError
 from simulations.events import RandomStreams
@@ -191,7 +192,7 @@ def build(scenario: Scenario) -> BuiltScenario:
     if problems:
         raise SimulationInputError(scenario.name, None, "cluster", "; ".join(problems))
     documents = build_node_documents(cluster)
-    nodes = [Node.model_validate(d) for d in documents]
+    nodes = nodes_from_documents(documents)
     levels = cluster.levels
     objects: list[Resource] = [build_topology(levels)]
     objects.extend(build_queues(scenario.queues, capacity_by_model(cluster)))

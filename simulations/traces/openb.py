@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from runtimes.k8s.core import Node
-from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, HOSTNAME_LABEL, node_document
+from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, HOSTNAME_LABEL, node_document, nodes_from_documents
 from simulations.errors import SimulationInputError
 from simulations.workloads import JobSpec
 
@@ -174,4 +174,4 @@ def read_openb(directory: str | Path, limit: int | None = None) -> OpenbTrace:
             )
         )
     jobs.sort(key=lambda job: job.submit_time)
-    return OpenbTrace([Node.model_validate(d) for d in documents], documents, jobs, capacity, notes)
+    return OpenbTrace(nodes_from_documents(documents), documents, jobs, capacity, notes)
