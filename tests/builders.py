@@ -1,0 +1,243 @@
+"""Fluent builders for Kueue objects in tests, in the spirit of Kueue's pkg/util/testing/wrappers.go.
+
+A test reads like the YAML a user writes::
+
+    cq = ClusterQueueBuilder("team-a").cohort("research").quota("default", "cpu", 10, borrowing_limit=4).obj()
+    wl = WorkloadBuilder("train", "team-a").queue("main").priority(100).pod_set(count=4, cpu="1").obj()
+
+Every builder produces the real pydantic model through ``model_validate``, so what a test builds
+is exactly what the loader would have read from YAML.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from scheduler.api.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass
+
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+EPOCH = "2026-01-01T00:00:00Z"
+
+
+def timestamp(seconds: int) -> str:
+    """An RFC 3339 timestamp ``seconds`` after the tests' epoch (under a day)."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"2026-01-01T{hours:02d}:{minutes:02d}:{secs:02d}Z"
+
+
+def _quota_entry(
+    resource: str, nominal: int | str, borrowing_limit: int | str | None, lending_limit: int | str | None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": resource, "nominalQuota": str(nominal)}
+    if borrowing_limit is not None:
+        entry["borrowingLimit"] = str(borrowing_limit)
+    if lending_limit is not None:
+        entry["lendingLimit"] = str(lending_limit)
+    return entry
+
+
+class _QuotaMixin:
+    """One resource group whose flavors and resources are listed in the order quotas are added."""
+
+    _flavors: dict[str, dict[str, dict[str, Any]]]
+
+    def quota(
+        self,
+        flavor: str,
+        resource: str,
+        nominal: int | str,
+        *,
+        borrowing_limit: int | str | None = None,
+        lending_limit: int | str | None = None,
+    ) -> Self:
+        self._flavors.setdefault(flavor, {})[resource] = _quota_entry(resource, nominal, borrowing_limit, lending_limit)
+        return self
+
+    def _resource_groups(self) -> list[dict[str, Any]]:
+        if not self._flavors:
+            return []
+        resources: list[str] = []
+        for per_flavor in self._flavors.values():
+            resources.extend(r for r in per_flavor if r not in resources)
+        flavors = [
+            {
+                "name": flavor,
+                "resources": [per_flavor.get(r, _quota_entry(r, 0, None, None)) for r in resources],
+            }
+            for flavor, per_flavor in self._flavors.items()
+        ]
+        return [{"coveredResources": resources, "flavors": flavors}]
+
+
+class ClusterQueueBuilder(_QuotaMixin):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._flavors = {}
+        self._spec: dict[str, Any] = {"namespaceSelector": {}}
+
+    def cohort(self, name: str) -> Self:
+        self._spec["cohortName"] = name
+        return self
+
+    def namespace_selector(self, selector: dict[str, Any] | None) -> Self:
+        if selector is None:
+            self._spec.pop("namespaceSelector", None)
+        else:
+            self._spec["namespaceSelector"] = selector
+        return self
+
+    def strict_fifo(self) -> Self:
+        self._spec["queueingStrategy"] = "StrictFIFO"
+        return self
+
+    def preemption(
+        self,
+        *,
+        within_cluster_queue: str = "Never",
+        reclaim_within_cohort: str = "Never",
+        borrow_within_cohort: str | None = None,
+        max_priority_threshold: int | None = None,
+    ) -> Self:
+        preemption: dict[str, Any] = {
+            "withinClusterQueue": within_cluster_queue,
+            "reclaimWithinCohort": reclaim_within_cohort,
+        }
+        if borrow_within_cohort is not None:
+            borrow: dict[str, Any] = {"policy": borrow_within_cohort}
+            if max_priority_threshold is not None:
+                borrow["maxPriorityThreshold"] = max_priority_threshold
+            preemption["borrowWithinCohort"] = borrow
+        self._spec["preemption"] = preemption
+        return self
+
+    def flavor_fungibility(
+        self, *, when_can_borrow: str = "MayStopSearch", when_can_preempt: str = "TryNextFlavor"
+    ) -> Self:
+        self._spec["flavorFungibility"] = {"whenCanBorrow": when_can_borrow, "whenCanPreempt": when_can_preempt}
+        return self
+
+    def fair_weight(self, weight: str) -> Self:
+        self._spec["fairSharing"] = {"weight": weight}
+        return self
+
+    def stop_policy(self, policy: str) -> Self:
+        self._spec["stopPolicy"] = policy
+        return self
+
+    def obj(self) -> ClusterQueue:
+        spec = {**self._spec, "resourceGroups": self._resource_groups()}
+        return ClusterQueue.model_validate(
+            {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": self.name}, "spec": spec}
+        )
+
+
+class CohortBuilder(_QuotaMixin):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._flavors = {}
+        self._spec: dict[str, Any] = {}
+
+    def parent(self, name: str) -> Self:
+        self._spec["parentName"] = name
+        return self
+
+    def obj(self) -> Cohort:
+        spec = dict(self._spec)
+        groups = self._resource_groups()
+        if groups:
+            spec["resourceGroups"] = groups
+        return Cohort.model_validate(
+            {"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": self.name}, "spec": spec}
+        )
+
+
+class WorkloadBuilder:
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._metadata: dict[str, Any] = {"name": name, "namespace": namespace, "creationTimestamp": EPOCH}
+        self._spec: dict[str, Any] = {"podSets": []}
+        self._status: dict[str, Any] = {}
+
+    def queue(self, local_queue: str) -> Self:
+        self._spec["queueName"] = local_queue
+        return self
+
+    def priority(self, value: int) -> Self:
+        self._spec["priority"] = value
+        return self
+
+    def priority_class(self, name: str) -> Self:
+        self._spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
+        return self
+
+    def created(self, seconds: int) -> Self:
+        self._metadata["creationTimestamp"] = timestamp(seconds)
+        return self
+
+    def pod_set(
+        self,
+        *,
+        count: int = 1,
+        name: str = "main",
+        min_count: int | None = None,
+        node_selector: dict[str, str] | None = None,
+        **requests: str,
+    ) -> Self:
+        """A pod set; ``requests`` per pod, with ``nvidia_com_gpu`` spelled for ``nvidia.com/gpu``."""
+        resources = {key.replace("nvidia_com_", "nvidia.com/"): value for key, value in requests.items()}
+        pod_spec: dict[str, Any] = {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": resources}}]
+        }
+        if node_selector:
+            pod_spec["nodeSelector"] = node_selector
+        pod_set: dict[str, Any] = {"name": name, "count": count, "template": {"spec": pod_spec}}
+        if min_count is not None:
+            pod_set["minCount"] = min_count
+        self._spec["podSets"].append(pod_set)
+        return self
+
+    def admitted(self, cluster_queue: str, flavors: dict[str, str], at: int = 0) -> Self:
+        """As exported from a cluster: ``status.admission`` set, quota reserved ``at`` seconds in."""
+        assignments = [
+            {"name": p["name"], "count": p["count"], "flavors": dict(flavors)} for p in self._spec["podSets"]
+        ]
+        self._status = {
+            "conditions": [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": timestamp(at)}],
+            "admission": {"clusterQueue": cluster_queue, "podSetAssignments": assignments},
+        }
+        return self
+
+    def obj(self) -> Workload:
+        data: dict[str, Any] = {
+            "apiVersion": API_VERSION,
+            "kind": "Workload",
+            "metadata": dict(self._metadata),
+            "spec": dict(self._spec),
+        }
+        if self._status:
+            data["status"] = self._status
+        return Workload.model_validate(data)
+
+
+def flavor(name: str, *, node_labels: dict[str, str] | None = None) -> ResourceFlavor:
+    spec: dict[str, Any] = {"nodeLabels": node_labels} if node_labels else {}
+    return ResourceFlavor.model_validate(
+        {"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+    )
+
+
+def local_queue(name: str, namespace: str, cluster_queue: str) -> LocalQueue:
+    return LocalQueue.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterQueue": cluster_queue},
+        }
+    )
+
+
+def priority_class(name: str, value: int) -> WorkloadPriorityClass:
+    return WorkloadPriorityClass.model_validate(
+        {"apiVersion": API_VERSION, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+    )
