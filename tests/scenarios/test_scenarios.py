@@ -26,23 +26,6 @@ STATUSES = {"Admitted", "Pending", "Preempted", "Inadmissible", "Finished"}
 PREEMPTION_REASONS = {"InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing", "InCohortFairSharing"}
 WORKLOAD_FIELDS = {"status", "clusterQueue", "flavors", "borrowed", "reasonContains", "counts"}
 
-# Bug in the `trainyard admit` driver, not the engine: with --one-per-cycle it stops at the first
-# cycle that admits and preempts nothing (trainyard/cli/admit.py, `if not result.decisions: break`),
-# although that cycle parked a head and the next cycle would try the workload behind it, as Kueue's
-# endless loop does. These scenarios need such a second look; delete the set once admit.py loops
-# while a cycle still processed heads (CycleResult.rounds > 0).
-ONE_PER_CYCLE_STOPS_EARLY = {
-    "borrowing_limit",
-    "hierarchical_cohort_borrowing_limit",
-    "hierarchical_cohort_shared_pool",
-    "queueing_strategy",
-    "stop_policy_hold",
-}
-ONE_PER_CYCLE_BUG = (
-    "engine bug (CLI driver): trainyard/cli/admit.py stops at a cycle with no decisions although it parked "
-    "a head; the workload behind it is never tried with --one-per-cycle"
-)
-
 
 @dataclass(frozen=True)
 class Scenario:
@@ -84,8 +67,6 @@ def _scenarios() -> list[Any]:
             marks = []
             if expected.get("xfail"):
                 marks.append(pytest.mark.xfail(strict=True, reason=f"engine bug: {expected['xfail']}"))
-            elif one_per_cycle and rule in ONE_PER_CYCLE_STOPS_EARLY:
-                marks.append(pytest.mark.xfail(strict=True, reason=ONE_PER_CYCLE_BUG))
             params.append(
                 pytest.param(
                     Scenario(rule, objects, expected, one_per_cycle),

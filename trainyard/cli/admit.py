@@ -61,7 +61,9 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
             preempted_by.setdefault(preemption.preemptor, []).append(
                 {"workload": preemption.key, "reason": preemption.reason, "message": preemption.message}
             )
-        if not result.decisions:
+        # Stop only when a cycle found no head at all: a cycle that merely parked a head still lets
+        # the next one try the workload behind it (this matters with --one-per-cycle).
+        if not result.decisions and not result.rounds:
             break
     summary = report(engine)
     for workload in summary["workloads"]:
