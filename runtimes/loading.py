@@ -12,7 +12,6 @@ the current directory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,29 +28,17 @@ from runtimes.api.trainer import (
     TrainingRuntime,
     TrainJob,
 )
+from runtimes.k8s.documents import Document, DocumentError, document_error, parse_documents
 from runtimes.k8s.meta import Resource
 
 RUNTIMES_DIR_ENV = "TRAINYARD_RUNTIMES_DIR"
 
 
-class LoadError(ValueError):
+class LoadError(DocumentError):
     """A file that cannot be read as the objects asked for; the message says where and why."""
 
 
-@dataclass(frozen=True)
-class YamlDocument:
-    path: Path
-    line: int  # 1-based line where the document starts
-    data: dict[str, Any]
-
-    @property
-    def subject(self) -> str:
-        kind = str(self.data.get("kind") or "object")
-        name = (self.data.get("metadata") or {}).get("name") if isinstance(self.data.get("metadata"), dict) else None
-        return f"{kind} {name!r}" if name else kind
-
-
-def read_yaml_documents(path: str | Path) -> list[YamlDocument]:
+def read_yaml_documents(path: str | Path) -> list[Document]:
     """Every non-empty document of a (multi-document) YAML file."""
     path = Path(path)
     try:
@@ -60,59 +47,24 @@ def read_yaml_documents(path: str | Path) -> list[YamlDocument]:
         raise LoadError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as error:
         raise LoadError(f"{path}: cannot read: {error}") from None
-    documents: list[YamlDocument] = []
-    loader = yaml.SafeLoader(text)
     try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            data = loader.construct_document(node)
-            line = node.start_mark.line + 1
-            if data is None:
-                continue
-            if not isinstance(data, dict):
-                raise LoadError(f"{path}:{line}: expected a Kubernetes object (a mapping), got {type(data).__name__}")
-            documents.append(YamlDocument(path, line, data))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(error, "problem", None) or str(error)
-        raise LoadError(f"{where}: invalid YAML: {problem}") from None
-    finally:
-        loader.dispose()
-    return documents
+        return list(parse_documents(text, path))
+    except DocumentError as error:
+        raise LoadError(str(error)) from None
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """pydantic's errors as ``field.path: message (got value)`` lines, in the object's own spelling."""
-    lines = []
-    for item in error.errors():
-        location = ""
-        for part in item["loc"]:
-            location += f"[{part}]" if isinstance(part, int) else (f".{part}" if location else str(part))
-        message = item["msg"]
-        if item["type"] not in ("missing",) and "input" in item and not isinstance(item["input"], dict | list):
-            message += f" (got {item['input']!r})"
-        lines.append(f"{location or '(top level)'}: {message}")
-    return "; ".join(lines)
-
-
-def parse_object(document: YamlDocument) -> Resource:
+def parse_object(document: Document) -> Resource:
     """The Trainer object a document holds, or a LoadError naming file, line, object and field."""
-    kind = document.data.get("kind")
-    model = TRAINER_KINDS.get(str(kind))
+    kind = document.kind
+    model = TRAINER_KINDS.get(kind)
     if model is None:
         raise LoadError(
-            f"{document.path}:{document.line}: {document.subject}: kind {kind!r} is not a Trainer kind; "
-            f"expected one of {', '.join(TRAINER_KINDS)}"
+            f"{document.where()}: kind {kind!r} is not a Trainer kind; expected one of {', '.join(TRAINER_KINDS)}"
         )
     try:
         return model.model_validate(document.data)
     except ValidationError as error:
-        raise LoadError(
-            f"{document.path}:{document.line}: {document.subject}: {describe_validation_error(error)}"
-        ) from None
+        raise LoadError(str(document_error(document, error))) from None
 
 
 def load_trainer_objects(path: str | Path) -> list[Resource]:

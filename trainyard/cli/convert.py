@@ -36,6 +36,6 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{doc.path}:{doc.line}: {error}") from None
         objects.extend(conversion.objects())
         for note in conversion.unmapped:
-            print(f"{doc.path}:{doc.line}: {doc.subject}: {note}", file=sys.stderr)
+            print(f"{doc.where()}: {note}", file=sys.stderr)
     sys.stdout.write(dump_documents(objects))
     return 0
