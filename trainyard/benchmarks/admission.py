@@ -14,11 +14,12 @@ import heapq
 import time
 from typing import Any
 
-from trainyard.benchmarks.kueue_scenarios import SCENARIOS, Arrival, arrivals, queue_objects
+# Kueue's scenarios are defined once, in simulations.scenarios (KUEUE_BASELINE, KUEUE_LARGE).
+SCENARIOS = ("kueue-baseline", "kueue-large")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="kueue-baseline")
+    parser.add_argument("--scenario", choices=SCENARIOS, default="kueue-baseline")
     parser.add_argument(
         "--one-per-cycle", action="store_true", help="admit one head per ClusterQueue per cycle, as Kueue does"
     )
@@ -26,8 +27,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from scheduler.engine import AdmissionEngine, EngineConfig
+    from simulations.engine_driver import EngineDriver
+    from simulations.events import RandomStreams
+    from simulations.scenarios import BUILTIN, build
 
-    scenario = SCENARIOS[args.scenario]
+    perf = BUILTIN[args.scenario].kueue_perf
+    assert perf is not None
+    built = build(BUILTIN[args.scenario])
+    cpu_of = {name: cpu for name, _, cpu, *_ in perf.classes}
+    runtime_of = {name: runtime for name, _, _, runtime, *_ in perf.classes}
+    # The simulator's Workload shapes and its per-shape template cache; its own engine is unused.
+    workload_of = EngineDriver().workload
     wall_start = time.perf_counter()
     engine = AdmissionEngine(EngineConfig(multiple_admissions_per_cycle=not args.one_per_cycle))
     engine_cpu = 0.0
@@ -36,19 +46,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return time.process_time()
 
     started = timed_start()
-    for obj in queue_objects(scenario):
+    for obj in built.objects:
         engine.apply(obj)
     engine_cpu += time.process_time() - started
 
-    pending_arrivals = arrivals(scenario)
-    workloads_by_key: dict[str, Arrival] = {}
+    pending_arrivals = list(built.jobs(RandomStreams(0)))
+    workloads_by_key: dict[str, str] = {}  # key -> workload class
     # events: (time, order, kind, key, admission serial) — arrivals before finishes at one instant
     events: list[tuple[float, int, str, str, int]] = []
     serial = 0
     admitted_serial: dict[str, int] = {}
     admitted_time: dict[str, float] = {}
     created: dict[str, float] = {}
-    time_to_admission: dict[str, list[float]] = {c.name: [] for c in scenario.classes}
+    time_to_admission: dict[str, list[float]] = {name: [] for name in cpu_of}
     usage_integral = 0.0  # cpu-seconds
     running_cpu = 0
     last_time = 0.0
@@ -57,29 +67,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     end_time = 0.0
 
     while arrival_index < len(pending_arrivals) or events:
-        next_arrival = pending_arrivals[arrival_index].time if arrival_index < len(pending_arrivals) else float("inf")
+        next_arrival = (
+            pending_arrivals[arrival_index].submit_time if arrival_index < len(pending_arrivals) else float("inf")
+        )
         next_event = events[0][0] if events else float("inf")
         now = min(next_arrival, next_event)
         usage_integral += running_cpu * (now - last_time)
         last_time = now
         batch = []
-        while arrival_index < len(pending_arrivals) and pending_arrivals[arrival_index].time == now:
+        while arrival_index < len(pending_arrivals) and pending_arrivals[arrival_index].submit_time == now:
             batch.append(pending_arrivals[arrival_index])
             arrival_index += 1
-        workloads = [a.workload() for a in batch]  # building objects is the client's cost, not the engine's
+        workloads = [workload_of(job) for job in batch]  # building objects is the client's cost, not the engine's
         started = timed_start()
-        for arrival, workload in zip(batch, workloads, strict=True):
+        for job, workload in zip(batch, workloads, strict=True):
             key = engine.submit(workload, now)
-            workloads_by_key[key] = arrival
+            workloads_by_key[key] = str(job.priority_class)
             created[key] = now
         while events and events[0][0] == now:
             _, _, _, key, admission = heapq.heappop(events)
             if admitted_serial.get(key) == admission:  # still the admission that scheduled this finish
                 engine.finish(key, now)
-                running_cpu -= workloads_by_key[key].workload_class.cpu
+                running_cpu -= cpu_of[workloads_by_key[key]]
                 del admitted_serial[key]
-                cls = workloads_by_key[key].workload_class.name
-                time_to_admission[cls].append(admitted_time[key] - created[key])
+                time_to_admission[workloads_by_key[key]].append(admitted_time[key] - created[key])
                 end_time = now
         result = engine.schedule(now)
         engine_cpu += time.process_time() - started
@@ -87,19 +98,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for preempted in result.preempted:
             if preempted.key in admitted_serial:
                 del admitted_serial[preempted.key]
-                running_cpu -= workloads_by_key[preempted.key].workload_class.cpu
+                running_cpu -= cpu_of[workloads_by_key[preempted.key]]
         for admitted in result.admitted:
             serial += 1
             admitted_serial[admitted.key] = serial
             admitted_time[admitted.key] = now
-            arrival = workloads_by_key[admitted.key]
-            running_cpu += arrival.workload_class.cpu
-            heapq.heappush(events, (now + arrival.workload_class.runtime_s, serial, "finish", admitted.key, serial))
-    total_nominal = scenario.cohorts * scenario.queues_per_cohort * scenario.nominal_cpu
+            workload_class = workloads_by_key[admitted.key]
+            running_cpu += cpu_of[workload_class]
+            heapq.heappush(events, (now + runtime_of[workload_class], serial, "finish", admitted.key, serial))
+    total_nominal = perf.cohorts * perf.queues_per_cohort * perf.nominal_cpu
     finished = sum(len(v) for v in time_to_admission.values())
     return {
-        "scenario": scenario.name,
-        "workloads": scenario.workloads,
+        "scenario": args.scenario,
+        "workloads": len(pending_arrivals),
         "finished": finished,
         "decisions": decisions,
         "engine_cpu_seconds": round(engine_cpu, 3),
