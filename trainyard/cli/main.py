@@ -26,7 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert": ("trainyard.cli.convert", "convert a Training Operator v1 PyTorchJob/TFJob into a TrainJob"),
     "render": ("trainyard.cli.render", "print the JobSet, PodGroup and other objects a TrainJob becomes"),
     "run": ("trainyard.cli.run", "run a TrainJob on this machine with real PyTorch (--local)"),
-    "simulate": ("trainyard.cli.simulate", "simulate a GPU cluster over virtual time with the real engine (KWOK stages)"),
+    "simulate": (
+        "trainyard.cli.simulate",
+        "simulate a GPU cluster over virtual time with the real engine (KWOK stages)",
+    ),
     "kwok": ("trainyard.cli.kwok", "export a scenario for a real KWOK cluster (Nodes, Stages, Kueue objects, jobs)"),
     "serve": ("trainyard.cli.serve", "run the cluster services: the admission webhook (HTTPS)"),
 }
