@@ -113,8 +113,10 @@ class JobSetPlugin:
         container = find_container(pod_spec, NODE) if pod_spec is not None else None
         if container is None:
             return
-        if trainer.command is not None:
-            container["command"] = list(trainer.command)
+        # An ML policy may have completed the command (torchtune's recipe and config).
+        command = info.resolved.get("trainerCommand", trainer.command)
+        if command is not None:
+            container["command"] = list(command)
         if trainer.args is not None:
             container["args"] = list(trainer.args)
         if trainer.env:

@@ -17,6 +17,7 @@ from runtimes.errors import FieldError
 from runtimes.k8s.core import ResourceRequirements
 from runtimes.plugins.framework import RuntimeInfo
 from runtimes.plugins.podspec import find_container, upsert_env, upsert_port
+from runtimes.plugins.torchtune import is_torchtune, torchtune_command, validate_torchtune
 
 PET_NNODES = "PET_NNODES"
 PET_NPROC_PER_NODE = "PET_NPROC_PER_NODE"
@@ -26,7 +27,6 @@ PET_MASTER_PORT = "PET_MASTER_PORT"
 TORCH_RESERVED_ENVS = (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT)
 # The rendezvous port on node 0: Kubeflow Trainer's ContainerTrainerPort, also declared on the container.
 TORCH_MASTER_PORT = 29500
-TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 
 
 def master_address(trainjob_name: str, subdomain: str) -> str:
@@ -78,7 +78,9 @@ class TorchPlugin:
                     f"{value!r} is not accepted: must be an integer >= 1 or one of auto, cpu, gpu",
                 )
             )
-        if (trainer.command or [])[:2] != TORCHTUNE_ENTRYPOINT:
+        if is_torchtune(trainer.command):
+            errors.extend(validate_torchtune(info, trainjob))
+        else:
             reserved = sorted({env.name for env in trainer.env or [] if env.name in TORCH_RESERVED_ENVS})
             if reserved:
                 errors.append(
@@ -112,9 +114,13 @@ class TorchPlugin:
             return
         if trainer is not None and trainer.env:
             upsert_env(container, [env.to_dict() for env in trainer.env])
-        command = (trainer.command if trainer and trainer.command else container.get("command")) or []
-        if list(command)[:2] == TORCHTUNE_ENTRYPOINT:
-            container["args"] = _torchtune_args(info, trainer_pod_set.count, num_proc, container)
+        if trainer is not None and is_torchtune(trainer.command):
+            # torchtune takes its distributed settings on the command line, not as PET_ variables;
+            # the JobSet build writes this command in place of the TrainJob's ``tune run``.
+            rendezvous = f"{master_address(info.trainjob_name, info.subdomain)}:{TORCH_MASTER_PORT}"
+            info.resolved["trainerCommand"] = torchtune_command(
+                info, trainjob, trainer_pod_set.count, num_proc, rendezvous
+            )
         else:
             upsert_env(
                 container,
@@ -133,26 +139,3 @@ class TorchPlugin:
             )
         # The port the headless Service publishes for the rendezvous.
         upsert_port(container, TORCH_MASTER_PORT)
-
-
-def _torchtune_args(info: RuntimeInfo, num_nodes: int, num_proc: str, container: dict[str, Any]) -> list[str]:
-    """torchtune's ``tune run`` takes the distributed settings as arguments, not PET_ variables."""
-    old_args = [str(arg) for arg in container.get("args") or []]
-    endpoint = f"{master_address(info.trainjob_name, info.subdomain)}:{TORCH_MASTER_PORT}"
-    single_device = num_nodes == 1 and num_proc == "1"
-    recipe = "full_finetune_single_device" if single_device else "full_finetune_distributed"
-    model = next((arg.split("=", 1)[1] for arg in old_args if arg.startswith("model") and "=" in arg), None)
-    model = model or "llama3_2/1B"
-    if single_device:
-        suffix = "_full_single_device"
-    else:
-        suffix = "_full" if num_nodes == 1 else "_full_multinode"
-    return [
-        f"--nnodes {num_nodes}",
-        f"--nproc_per_node {num_proc}",
-        f"--rdzv_id {info.trainjob_name}",
-        f"--rdzv_endpoint {endpoint}",
-        recipe,
-        f"--config {model}{suffix}.yaml",
-        *(arg for arg in old_args if not arg.startswith("model")),
-    ]

@@ -122,15 +122,97 @@ def test_torchtune_config_renders_the_torchtune_command() -> None:
         "model.lora_attn_modules=[q_proj,v_proj]",
     ]
     assert trainer["resourcesPerNode"]["limits"] == {"nvidia.com/gpu": "2"}
+
+
+RUNTIME_PATHS = [
+    "output_dir=/workspace/model/llama3_2/1B",
+    "tokenizer.path=/workspace/model/Llama-3.2-1B-Instruct/original/tokenizer.model",
+    "checkpointer.checkpoint_dir=/workspace/model/Llama-3.2-1B-Instruct",
+]
+RENDEZVOUS = "--rdzv_endpoint=tune-node-0-0.tune:29500"
+LORA = LoraConfig(lora_rank=8, lora_attn_modules=["q_proj", "v_proj"])
+
+
+def _render_torchtune(config: TorchTuneConfig) -> dict[str, object]:
     import yaml
 
     runtime = ClusterTrainingRuntime.model_validate(yaml.safe_load(TORCHTUNE_RUNTIME.read_text()))
-    # this trimmed runtime has no initializer jobs: render the trainer part only
-    plain = build_trainjob("tune", "torchtune-llama3.2-1b", "torchtune", BuiltinTrainer(config))
-    rendered = render_trainjob(TrainJob.model_validate(plain), runtime).jobset.to_dict()
-    node = rendered["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
-    assert node["command"] == ["tune", "run"]
-    assert {"dtype=bf16", "batch_size=4", "epochs=2", "model.lora_rank=8"} <= set(node["args"])
+    manifest = build_trainjob("tune", "torchtune-llama3.2-1b", "torchtune", BuiltinTrainer(config))
+    rendered = render_trainjob(TrainJob.model_validate(manifest), runtime).jobset.to_dict()
+    node: dict[str, object] = rendered["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    return node
+
+
+@pytest.mark.parametrize(
+    ("config", "expected_tail"),
+    [
+        pytest.param(
+            TorchTuneConfig(batch_size=4),
+            [RENDEZVOUS, "full_finetune_distributed", "--config", "llama3_2/1B_full"],
+            id="runtime-default-2-gpus-full-distributed",
+        ),
+        pytest.param(
+            TorchTuneConfig(resources_per_node={"gpu": 1}),
+            # As in Trainer: one GPU picks the single-device recipe, and the runtime's
+            # numProcPerNode 2 still asks for a rendezvous endpoint.
+            [RENDEZVOUS, "full_finetune_single_device", "--config", "llama3_2/1B_full_single_device"],
+            id="one-gpu-single-device",
+        ),
+        pytest.param(
+            TorchTuneConfig(peft_config=LORA),
+            [RENDEZVOUS, "lora_finetune_distributed", "--config", "llama3_2/1B_lora"],
+            id="lora-distributed",
+        ),
+        pytest.param(
+            TorchTuneConfig(peft_config=LORA, resources_per_node={"gpu": 1}),
+            [RENDEZVOUS, "lora_finetune_single_device", "--config", "llama3_2/1B_lora_single_device"],
+            id="lora-single-device",
+        ),
+        pytest.param(
+            TorchTuneConfig(
+                peft_config=LoraConfig(lora_attn_modules=["q_proj"], quantize_base=True), resources_per_node={"gpu": 1}
+            ),
+            [RENDEZVOUS, "lora_finetune_single_device", "--config", "llama3_2/1B_qlora_single_device"],
+            id="qlora-single-device",
+        ),
+    ],
+)
+def test_torchtune_render_picks_recipe_config_and_rendezvous(config: TorchTuneConfig, expected_tail: list[str]) -> None:
+    # Trainer's torch plugin: ``tune run`` + rendezvous (several processes) + recipe + config,
+    # then the runtime's fixed paths; the user's settings stay config overrides in args.
+    node = _render_torchtune(config)
+    assert node["command"] == ["tune", "run", *expected_tail, *RUNTIME_PATHS]
+    assert node["args"] == build_trainjob("tune", "torchtune-llama3.2-1b", "torchtune", BuiltinTrainer(config))["spec"][
+        "trainer"
+    ].get("args")
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "words"),
+    [
+        pytest.param(
+            TorchTuneConfig(num_nodes=2),
+            "spec.trainer.numNodes",
+            "must be 1 for the llama3_2/1B model",
+            id="multi-node-small-model",
+        ),
+        pytest.param(
+            TorchTuneConfig(peft_config=LoraConfig(lora_attn_modules=["q_proj"], quantize_base=True)),
+            "spec.trainer.resourcesPerNode",
+            "exactly 1 GPU per node",
+            id="qlora-distributed-small-model",
+        ),
+    ],
+)
+def test_torchtune_render_rejects_unsupported_shapes(config: TorchTuneConfig, field: str, words: str) -> None:
+    from runtimes.errors import RenderError
+
+    with pytest.raises(RenderError) as raised:
+        _render_torchtune(config)
+    assert f"{field}: " in str(raised.value)
+    assert words in str(raised.value)
 
 
 @pytest.mark.parametrize(
