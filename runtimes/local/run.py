@@ -12,93 +12,49 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
-from runtimes.api.trainer import (
-    CLUSTER_TRAINING_RUNTIME_KIND,
-    TRAINING_RUNTIME_KIND,
-    TRAINJOB_KIND,
-    AnyTrainingRuntime,
-    ClusterTrainingRuntime,
-    TrainingRuntime,
-    TrainJob,
-)
+from runtimes import loading
+from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
 from runtimes.errors import RenderError
+from runtimes.loading import LoadError
 from runtimes.local.errors import LocalRunError
 from runtimes.local.launcher import Echo, LaunchOptions, LocalLauncher, LocalRunResult
 from runtimes.local.plan import LocalPlan, plan_from_jobset
 from runtimes.local.store import JobDirectory
 
-BUILTIN_RUNTIMES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "runtimes"
 
-
-def _documents(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise LocalRunError(f"{path}: cannot read: {error.strerror or error}") from None
-    try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise LocalRunError(f"{path}: invalid YAML{where}: {problem}") from None
-    for index, document in enumerate(documents):
-        if not isinstance(document, dict):
-            raise LocalRunError(f"{path}: document {index + 1} is not a mapping (a Kubernetes object)")
-    return documents
-
-
-def _validation_message(path: Path, kind: str, error: ValidationError) -> str:
-    problems = "; ".join(f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors())
-    return f"{path}: invalid {kind}: {problems}"
-
-
-def _runtime_of(document: dict[str, Any], path: Path) -> AnyTrainingRuntime | None:
-    kind = document.get("kind")
-    model: type[TrainingRuntime] | type[ClusterTrainingRuntime]
-    if kind == TRAINING_RUNTIME_KIND:
-        model = TrainingRuntime
-    elif kind == CLUSTER_TRAINING_RUNTIME_KIND:
-        model = ClusterTrainingRuntime
-    else:
-        return None
-    try:
-        return model.model_validate(document)
-    except ValidationError as error:
-        raise LocalRunError(_validation_message(path, str(kind), error)) from None
+def _local_error(error: LoadError) -> LocalRunError:
+    return LocalRunError(str(error))
 
 
 def load_runtimes(paths: Iterable[Path]) -> list[AnyTrainingRuntime]:
     """Every TrainingRuntime / ClusterTrainingRuntime in ``paths`` (files or directories)."""
     found: list[AnyTrainingRuntime] = []
-    for path in paths:
-        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-        for file in files:
-            found.extend(r for doc in _documents(file) if (r := _runtime_of(doc, file)) is not None)
+    try:
+        for path in paths:
+            files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
+            for file in files:
+                found.extend(loading.load_runtimes(file))
+    except LoadError as error:
+        raise _local_error(error) from None
     return found
 
 
 def builtin_runtimes() -> list[AnyTrainingRuntime]:
-    return load_runtimes([BUILTIN_RUNTIMES_DIR]) if BUILTIN_RUNTIMES_DIR.is_dir() else []
+    try:
+        return loading.load_builtin_runtimes()
+    except LoadError as error:
+        raise _local_error(error) from None
 
 
 def load_trainjob_file(path: Path) -> tuple[TrainJob, list[AnyTrainingRuntime]]:
     """The TrainJob in ``path`` and any runtimes written next to it in the same file."""
-    documents = _documents(path)
-    trainjobs = [doc for doc in documents if doc.get("kind") == TRAINJOB_KIND]
-    if len(trainjobs) != 1:
-        kinds = [doc.get("kind") for doc in documents]
-        raise LocalRunError(f"{path}: expected exactly one TrainJob, found kinds {kinds}")
     try:
-        trainjob = TrainJob.model_validate(trainjobs[0])
-    except ValidationError as error:
-        raise LocalRunError(_validation_message(path, TRAINJOB_KIND, error)) from None
+        trainjob = loading.load_trainjob(path)
+        runtimes = loading.load_runtimes(path)
+    except LoadError as error:
+        raise _local_error(error) from None
     if not trainjob.metadata.name:
         raise LocalRunError(f"{path}: metadata.name is empty: give the TrainJob a name")
-    runtimes = [r for doc in documents if (r := _runtime_of(doc, path)) is not None]
     return trainjob, runtimes
 
 
