@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulations.kwok_export import job_document
+from simulations.kwok_export import simulated_runtime, trainjob_document
 from simulations.metrics import MetricsRecorder
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
@@ -41,7 +41,7 @@ def _condition(workload: dict[str, Any], kind: str) -> dict[str, Any] | None:
 class WorkloadEventCollector:
     """Metrics from a stream of Workload watch events (``{"type": ..., "object": {...}}``).
 
-    A job's key is its Workload's owner Job (``namespace/name``). Times are seconds after
+    A job's key is its Workload's owner TrainJob (``namespace/name``). Times are seconds after
     ``origin`` (the wall-clock start of the run).
     """
 
@@ -102,6 +102,14 @@ class WorkloadEventCollector:
             self.handle(event)
 
 
+def _plural(kind: str) -> str:
+    """The resource name of a kind in its REST path (``Topology`` → ``topologies``)."""
+    lower = kind.lower()
+    if lower.endswith("y"):
+        return lower[:-1] + "ies"
+    return lower + ("es" if lower.endswith("s") else "s")
+
+
 async def _apply(api_client: Any, document: dict[str, Any]) -> None:
     """Create an object (or leave it if it exists) through the dynamic REST path."""
     from kubernetes_asyncio.client.exceptions import ApiException
@@ -109,9 +117,7 @@ async def _apply(api_client: Any, document: dict[str, Any]) -> None:
     api_version = document["apiVersion"]
     kind = document["kind"]
     metadata = document["metadata"]
-    plural = {"Stage": "stages", "Node": "nodes", "Namespace": "namespaces", "Job": "jobs"}.get(
-        kind, kind.lower() + ("es" if kind.endswith("s") else "s")
-    )
+    plural = _plural(kind)
     namespace = metadata.get("namespace")
     prefix = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     path = f"{prefix}/namespaces/{namespace}/{plural}" if namespace else f"{prefix}/{plural}"
@@ -149,6 +155,7 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
                     await _apply(api_client, document.data)
         for node in built.node_documents:
             await _apply(api_client, node)
+        await _apply(api_client, simulated_runtime())
         for obj in built.objects:
             await _apply(api_client, obj.to_dict())
 
@@ -159,7 +166,7 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
                     await asyncio.sleep(delay)
                 key = f"{job.team}/{job.name}"
                 collector.submitted(key, queue_of.get(job.team, job.team), time.time() - origin)
-                await _apply(api_client, job_document(job))
+                await _apply(api_client, trainjob_document(job))
 
         async def observe() -> None:
             custom = client.CustomObjectsApi(api_client)

@@ -5,15 +5,19 @@ Layout of ``OUT``::
     00-namespaces.yaml   one Namespace per team
     10-nodes.yaml        fake Nodes (kwok.x-k8s.io/node: fake, topology labels, capacity)
     20-stages.yaml       the KWOK Stages the simulation used
+    25-runtime.yaml      the ClusterTrainingRuntime every exported TrainJob runs on
     30-kueue.yaml        Topology, ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, priorities
-    40-workloads.yaml    one object per job, in submit order (see below)
-    schedule.csv         job name, namespace, submit time (s): when to create each object
+    40-trainjobs.yaml    one TrainJob per job, in submit order (see below)
+    schedule.csv         job name, namespace, submit time (s): when to create each TrainJob
     README.md            how to start kwok and apply the files
 
-The jobs are written as suspended ``batch/v1`` Jobs labelled with their LocalQueue, the
-integration every Kueue installation has: ``parallelism = completions = pods``, the TAS
-annotation and KWOK's pod-complete delay annotations on the pod template. (A TrainJob needs
-the Trainer controller and a runtime on the cluster, which a bare KWOK cluster lacks.)
+Each job becomes a suspended TrainJob labelled with its LocalQueue (and priority class), on the
+``kwok-simulated-training`` runtime: one ``node`` replicated job whose container is a pause
+image (KWOK fakes the pods; nothing runs). ``trainer.numNodes`` and ``resourcesPerNode`` give
+the same pod set the simulator submits, and a ``runtimePatches`` entry puts the per-job parts on
+the pod template: KWOK's pod-complete delay annotations (the job's duration), the Kueue TAS
+annotation, and the GPU-model node affinity. The cluster needs Kueue (with its TrainJob
+integration), Kubeflow Trainer and JobSet installed next to kwok.
 """
 
 from __future__ import annotations
@@ -33,33 +37,87 @@ from simulations.yamlsource import load_documents
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
+SIMULATED_RUNTIME_NAME = "kwok-simulated-training"
+# Trainer requires a domain-prefixed manager on every runtimePatches entry.
+RUNTIME_PATCH_MANAGER = "trainyard.kubeflow.org/kwok-export"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 
-def job_document(job: JobSpec) -> dict[str, Any]:
-    """A suspended Kueue-managed Job with the same pod set the simulator submits."""
-    workload = workload_document(job)
-    pod_set = workload["spec"]["podSets"][0]
-    template = pod_set["template"]
+def simulated_runtime() -> dict[str, Any]:
+    """The ClusterTrainingRuntime of the exported TrainJobs: plain ML policy, a pause container."""
+    return {
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": SIMULATED_RUNTIME_NAME, "labels": {"trainer.kubeflow.org/framework": "plainml"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {
+                                    "template": {
+                                        "spec": {
+                                            "restartPolicy": "Never",
+                                            "containers": [{"name": "node", "image": PAUSE_IMAGE}],
+                                        }
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def trainjob_document(job: JobSpec) -> dict[str, Any]:
+    """A suspended, Kueue-queued TrainJob with the same pod set the simulator submits."""
+    pod_template = workload_document(job)["spec"]["podSets"][0]["template"]
+    resources = pod_template["spec"]["containers"][0]["resources"]
     delay = f"{round(job.duration * 1000)}ms"
-    annotations = dict(template["metadata"].get("annotations") or {})
+    annotations = dict(pod_template["metadata"].get("annotations") or {})
+    # delay = jitter-delay: KWOK completes the pod exactly ``duration`` after it started.
     annotations[POD_COMPLETE_DELAY_ANNOTATION] = delay
     annotations[POD_COMPLETE_JITTER_ANNOTATION] = delay
-    spec = dict(template["spec"])
-    spec["containers"] = [dict(spec["containers"][0], image="registry.k8s.io/pause:3.10")]
-    labels = {QUEUE_NAME_LABEL: workload["spec"]["queueName"]}
+    pod_patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
+    if "affinity" in pod_template["spec"]:
+        pod_patch["spec"] = {"affinity": pod_template["spec"]["affinity"]}
+    labels = {QUEUE_NAME_LABEL: workload_document(job)["spec"]["queueName"]}
     if job.priority_class:
         labels[PRIORITY_CLASS_LABEL] = job.priority_class
     return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": "TrainJob",
         "metadata": {"name": job.name, "namespace": job.team, "labels": labels},
         "spec": {
             "suspend": True,
-            "parallelism": job.nodes,
-            "completions": job.nodes,
-            "completionMode": "Indexed",
-            "backoffLimit": 0,
-            "template": {"metadata": {"labels": {"app": job.name}, "annotations": annotations}, "spec": spec},
+            "runtimeRef": {
+                "apiGroup": "trainer.kubeflow.org",
+                "kind": "ClusterTrainingRuntime",
+                "name": SIMULATED_RUNTIME_NAME,
+            },
+            "trainer": {
+                "numNodes": job.nodes,
+                "resourcesPerNode": {"requests": dict(resources["requests"]), "limits": dict(resources["limits"])},
+            },
+            "runtimePatches": [
+                {
+                    "manager": RUNTIME_PATCH_MANAGER,
+                    "trainingRuntimeSpec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [{"name": "node", "template": {"spec": {"template": pod_patch}}}]
+                            }
+                        }
+                    },
+                }
+            ],
         },
     }
 
@@ -98,19 +156,21 @@ def export(built: BuiltScenario, out: Path, seed: int = 1) -> dict[str, int]:
             stage_documents.extend(d.data for d in load_documents(file))
     counts["20-stages.yaml"] = _dump(out / "20-stages.yaml", stage_documents)
     counts["30-kueue.yaml"] = _dump(out / "30-kueue.yaml", (o.to_dict() for o in built.objects))
-    counts["40-workloads.yaml"] = _dump(out / "40-workloads.yaml", (job_document(j) for j in jobs))
+    counts["25-runtime.yaml"] = _dump(out / "25-runtime.yaml", [simulated_runtime()])
+    counts["40-trainjobs.yaml"] = _dump(out / "40-trainjobs.yaml", (trainjob_document(j) for j in jobs))
     with (out / "schedule.csv").open("w") as handle:
         handle.write("name,namespace,submit_time\n")
         for job in jobs:
             handle.write(f"{job.name},{job.team},{job.submit_time:.3f}\n")
     (out / "README.md").write_text(
         f"# {built.scenario.name} on a real KWOK cluster\n\n"
-        "1. `kwokctl create cluster --enable kueue` (KWOK v0.8+; stages here use the v0.7 `next` form),\n"
-        "   or run kwok with `--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake`\n"
-        "   and install Kueue with TopologyAwareScheduling enabled.\n"
-        "2. `kubectl apply -f 20-stages.yaml` (replace the default pod stages), then\n"
-        "   `kubectl apply -f 00-namespaces.yaml -f 10-nodes.yaml -f 30-kueue.yaml`.\n"
-        "3. Create the Jobs of `40-workloads.yaml` at the times in `schedule.csv`\n"
+        "1. `kwokctl create cluster` (KWOK v0.7+), or run kwok with\n"
+        "   `--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake`.\n"
+        "2. Install JobSet, Kubeflow Trainer and Kueue (TopologyAwareScheduling enabled; the\n"
+        "   trainer.kubeflow.org/trainjob integration on).\n"
+        "3. `kubectl apply -f 20-stages.yaml` (replace the default pod stages), then\n"
+        "   `kubectl apply -f 00-namespaces.yaml -f 10-nodes.yaml -f 25-runtime.yaml -f 30-kueue.yaml`.\n"
+        "4. Create the TrainJobs of `40-trainjobs.yaml` at the times in `schedule.csv`\n"
         "   (`trainyard simulate --backend kwok --kubeconfig PATH --scenario ...` does this and\n"
         "   collects the same metrics as the simulator).\n"
     )

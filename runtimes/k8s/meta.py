@@ -96,6 +96,12 @@ class Resource(KubeModel):
     kind: str = ""
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The object as given, plus its apiVersion and kind when it was built in code without them."""
+        data = super().to_dict()
+        envelope = {key: value for key, value in (("apiVersion", self.api_version), ("kind", self.kind)) if value}
+        return {**envelope, **data} if envelope.keys() - data.keys() else data
+
     @property
     def name(self) -> str:
         return self.metadata.name

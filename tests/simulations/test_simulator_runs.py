@@ -12,7 +12,6 @@ import pytest
 from simulations.cluster import ClusterSpec, QueueSpec, TeamSpec
 from simulations.errors import SimulationInputError
 from simulations.kwok_backend import WorkloadEventCollector
-from simulations.kwok_export import export
 from simulations.metrics import MetricsRecorder, percentiles
 from simulations.report import write_json, write_plots
 from simulations.scenarios import (
@@ -171,22 +170,6 @@ def test_cli_simulate_json_and_kwok_export(tmp_path: Path, capsys: pytest.Captur
     assert "missing.yaml" in capsys.readouterr().err
 
 
-def test_kwok_export_carries_durations_and_topology(tmp_path: Path) -> None:
-    import yaml
-
-    counts = export(build(small_scenario(workload=SyntheticWorkload(jobs=10, mix="kalos"))), tmp_path)
-    assert counts["40-workloads.yaml"] == 10
-    jobs = list(yaml.safe_load_all((tmp_path / "40-workloads.yaml").read_text()))
-    annotations = jobs[0]["spec"]["template"]["metadata"]["annotations"]
-    assert (
-        annotations["pod-complete.stage.kwok.x-k8s.io/delay"]
-        == annotations["pod-complete.stage.kwok.x-k8s.io/jitter-delay"]
-    )
-    assert any(k.startswith("kueue.x-k8s.io/podset-") for k in annotations)
-    stages = list(yaml.safe_load_all((tmp_path / "20-stages.yaml").read_text()))
-    assert {s["metadata"]["name"] for s in stages} >= {"pod-ready", "pod-complete", "pod-delete"}
-
-
 def test_kwok_collector_turns_recorded_workload_events_into_metrics() -> None:
     job = JobSpec("j1", "team-a", 0.0, 2, 8, 60.0)
     metrics = MetricsRecorder(capacity=64, nominal={"team-a": 64})
@@ -197,7 +180,7 @@ def test_kwok_collector_turns_recorded_workload_events_into_metrics() -> None:
         return {
             "type": "MODIFIED",
             "object": {
-                "metadata": {"namespace": "team-a", "ownerReferences": [{"kind": "Job", "name": "j1"}]},
+                "metadata": {"namespace": "team-a", "ownerReferences": [{"kind": "TrainJob", "name": "j1"}]},
                 "status": {
                     "conditions": [
                         {"type": t, "status": "True", "reason": r, "lastTransitionTime": at} for t, r, at in conditions
