@@ -42,15 +42,20 @@ class WorkloadEventCollector:
     """Metrics from a stream of Workload watch events (``{"type": ..., "object": {...}}``).
 
     A job's key is its Workload's owner TrainJob (``namespace/name``). Times are seconds after
-    ``origin`` (the wall-clock start of the run).
+    ``origin`` (the wall-clock start of the run), multiplied by ``time_scale`` (the speedup the
+    jobs were submitted with) so that metrics read in the scenario's own time.
     """
 
     metrics: MetricsRecorder
     jobs: dict[str, JobSpec]  # "namespace/name" of the Job -> its spec
     origin: float
+    time_scale: float = 1.0
     admitted: set[str] = field(default_factory=set)
     finished: set[str] = field(default_factory=set)
     evictions_seen: dict[str, str] = field(default_factory=dict)  # key -> last Evicted transition time
+
+    def since_origin(self, stamp: float) -> float:
+        return (stamp - self.origin) * self.time_scale
 
     def _key(self, workload: dict[str, Any]) -> str | None:
         metadata = workload.get("metadata") or {}
@@ -77,7 +82,7 @@ class WorkloadEventCollector:
             stamp = str(evicted.get("lastTransitionTime"))
             if self.evictions_seen.get(key) != stamp and key in self.admitted:
                 self.evictions_seen[key] = stamp
-                at = (_timestamp(stamp) or time.time()) - self.origin
+                at = self.since_origin(_timestamp(stamp) or time.time())
                 self.admitted.discard(key)
                 self.metrics.released(key, job.gpus, at, requeued=True)
                 reason = str(evicted.get("reason") or "Evicted")
@@ -87,11 +92,11 @@ class WorkloadEventCollector:
                 else:
                     self.metrics.evicted(key, reason)
         if reserved and reserved.get("status") == "True" and key not in self.admitted and key not in self.finished:
-            at = (_timestamp(reserved.get("lastTransitionTime")) or time.time()) - self.origin
+            at = self.since_origin(_timestamp(reserved.get("lastTransitionTime")) or time.time())
             self.admitted.add(key)
             self.metrics.admitted(key, job.gpus, at)
         if finished and finished.get("status") == "True" and key not in self.finished:
-            at = (_timestamp(finished.get("lastTransitionTime")) or time.time()) - self.origin
+            at = self.since_origin(_timestamp(finished.get("lastTransitionTime")) or time.time())
             if key in self.admitted:
                 self.admitted.discard(key)
                 self.metrics.released(key, job.gpus, at, requeued=False)
@@ -128,18 +133,18 @@ async def _apply(api_client: Any, document: dict[str, Any]) -> None:
             raise
 
 
-async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float) -> dict[str, Any]:
+async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float, speedup: float) -> dict[str, Any]:
     from kubernetes_asyncio import client, config, watch
 
     from simulations.kwok_export import exported_jobs
     from simulations.yamlsource import load_documents
 
     await config.load_kube_config(config_file=str(kubeconfig))
-    jobs = list(exported_jobs(built, seed))
+    jobs = list(exported_jobs(built, seed, speedup))
     by_key = {f"{j.team}/{j.name}": j for j in jobs}
     metrics = MetricsRecorder(built.capacity, built.nominal)
     origin = time.time()
-    collector = WorkloadEventCollector(metrics, by_key, origin)
+    collector = WorkloadEventCollector(metrics, by_key, origin, time_scale=speedup)
     queue_of = {}
     for obj in built.objects:
         if obj.kind == "LocalQueue":
@@ -165,7 +170,7 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
                 if delay > 0:
                     await asyncio.sleep(delay)
                 key = f"{job.team}/{job.name}"
-                collector.submitted(key, queue_of.get(job.team, job.team), time.time() - origin)
+                collector.submitted(key, queue_of.get(job.team, job.team), collector.since_origin(time.time()))
                 await _apply(api_client, trainjob_document(job))
 
         async def observe() -> None:
@@ -191,12 +196,15 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
         finally:
             submitter.cancel()
             await asyncio.gather(submitter, return_exceptions=True)
-    metrics.end_time = time.time() - origin
+    metrics.end_time = collector.since_origin(time.time())
     summary = metrics.summary()
     summary["backend"] = "kwok"
     summary["scenario"] = built.scenario.name
     return summary
 
 
-def run_on_kwok(built: BuiltScenario, kubeconfig: Path, seed: int = 1, timeout: float = 3600.0) -> dict[str, Any]:
-    return asyncio.run(_run(built, kubeconfig, seed, timeout))
+def run_on_kwok(
+    built: BuiltScenario, kubeconfig: Path, seed: int = 1, timeout: float = 3600.0, speedup: float = 1.0
+) -> dict[str, Any]:
+    """Run ``built`` on the cluster of ``kubeconfig``; ``speedup`` N submits N times faster."""
+    return asyncio.run(_run(built, kubeconfig, seed, timeout, speedup))

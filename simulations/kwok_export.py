@@ -22,6 +22,7 @@ integration), Kubeflow Trainer and JobSet installed next to kwok.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -133,14 +134,25 @@ def _dump(path: Path, documents: Iterable[dict[str, Any]]) -> int:
     return count
 
 
-def exported_jobs(built: BuiltScenario, seed: int) -> Iterator[JobSpec]:
-    return built.jobs(RandomStreams(seed))
+def exported_jobs(built: BuiltScenario, seed: int, speedup: float = 1.0) -> Iterator[JobSpec]:
+    """The scenario's jobs; with ``speedup`` N, submit times and durations run N times faster.
+
+    A real cluster runs in wall-clock time, so a day of trace takes a day; ``speedup`` compresses
+    it (KWOK's stage delays stay as written: they are seconds, not hours).
+    """
+    if speedup <= 0:
+        raise ValueError(f"speedup must be > 0, got {speedup}")
+    for job in built.jobs(RandomStreams(seed)):
+        if speedup == 1.0:
+            yield job
+        else:
+            yield dataclasses.replace(job, submit_time=job.submit_time / speedup, duration=job.duration / speedup)
 
 
-def export(built: BuiltScenario, out: Path, seed: int = 1) -> dict[str, int]:
+def export(built: BuiltScenario, out: Path, seed: int = 1, speedup: float = 1.0) -> dict[str, int]:
     """Write the scenario under ``out``; returns how many objects each file holds."""
     out.mkdir(parents=True, exist_ok=True)
-    jobs = list(exported_jobs(built, seed))
+    jobs = list(exported_jobs(built, seed, speedup))
     teams = sorted({job.team for job in jobs} | {o.namespace for o in built.objects if o.namespace})
     counts = {
         "00-namespaces.yaml": _dump(
@@ -164,7 +176,12 @@ def export(built: BuiltScenario, out: Path, seed: int = 1) -> dict[str, int]:
             handle.write(f"{job.name},{job.team},{job.submit_time:.3f}\n")
     (out / "README.md").write_text(
         f"# {built.scenario.name} on a real KWOK cluster\n\n"
-        "1. `kwokctl create cluster` (KWOK v0.7+), or run kwok with\n"
+        + (
+            f"Times are {speedup:g}x faster than the scenario's (submit times and durations).\n\n"
+            if speedup != 1
+            else ""
+        )
+        + "1. `kwokctl create cluster` (KWOK v0.7+), or run kwok with\n"
         "   `--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake`.\n"
         "2. Install JobSet, Kubeflow Trainer and Kueue (TopologyAwareScheduling enabled; the\n"
         "   trainer.kubeflow.org/trainjob integration on).\n"

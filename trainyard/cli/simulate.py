@@ -71,7 +71,11 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError("--backend kwok needs --kubeconfig PATH (the KWOK cluster's kubeconfig)")
         from simulations.kwok_backend import run_on_kwok
 
-        summary = run_on_kwok(build(scenarios[0]), args.kubeconfig, seed=args.seed, timeout=args.timeout)
+        if args.speedup <= 0:
+            raise UserError(f"--speedup must be > 0, got {args.speedup}")
+        summary = run_on_kwok(
+            build(scenarios[0]), args.kubeconfig, seed=args.seed, timeout=args.timeout, speedup=args.speedup
+        )
         print(json.dumps(summary, indent=2))
         return 0
 
