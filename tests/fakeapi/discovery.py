@@ -1,0 +1,70 @@
+"""Discovery documents: /version, /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .kinds import ALL_VERBS, Registry, ResourceType
+
+
+def version_info() -> dict[str, Any]:
+    return {"major": "1", "minor": "33", "gitVersion": "v1.33.0-trainyard-fake", "platform": "linux/amd64"}
+
+
+def core_versions() -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+    }
+
+
+def _group(name: str, versions: list[str]) -> dict[str, Any]:
+    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": entries, "preferredVersion": entries[0]}
+
+
+def group_list(registry: Registry) -> dict[str, Any]:
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(name, versions) for name, versions in registry.groups().items()],
+    }
+
+
+def group(registry: Registry, name: str) -> dict[str, Any] | None:
+    versions = registry.groups().get(name)
+    if versions is None:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
+
+
+def _resource(t: ResourceType) -> dict[str, Any]:
+    return {
+        "name": t.plural,
+        "singularName": t.kind.lower(),
+        "namespaced": t.namespaced,
+        "kind": t.kind,
+        "verbs": list(ALL_VERBS),
+    }
+
+
+def resource_list(registry: Registry, group_name: str, version: str) -> dict[str, Any] | None:
+    types = registry.in_group_version(group_name, version)
+    if not types:
+        return None
+    resources: list[dict[str, Any]] = []
+    for t in types:
+        resources.append(_resource(t))
+        if t.status_subresource:
+            resources.append(
+                {
+                    "name": f"{t.plural}/status",
+                    "singularName": "",
+                    "namespaced": t.namespaced,
+                    "kind": t.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+    group_version = f"{group_name}/{version}" if group_name else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

@@ -1,0 +1,355 @@
+"""The fake API server's object store: one etcd-like revision counter and an event history.
+
+Every write bumps the single global ``resourceVersion`` (as etcd's revision does), records a
+watch event, and hands it to the open watches. The history is bounded: a watch that asks to
+resume from a revision older than the oldest retained event gets ``410 Expired``, as it would
+after etcd compaction. All operations are synchronous, so each one is atomic on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+import random
+import string
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ApiError
+from .kinds import ResourceType
+from .patches import apply_patch
+
+Key = tuple[str, str]  # (namespace or "", name)
+
+DEFAULT_HISTORY = 1000
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """One write, as watches see it: ``obj`` is the object after it, ``old`` before it."""
+
+    resource_version: int
+    type: str  # ADDED, MODIFIED, DELETED
+    rtype: ResourceType
+    namespace: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None
+
+
+@dataclass(eq=False)
+class Subscription:
+    """An open watch: events of one type (and namespace) are queued here as they happen."""
+
+    rtype: ResourceType
+    namespace: str | None
+    # None is the signal to end the stream (a fault, or the server stopping)
+    queue: asyncio.Queue[StoredEvent | None] = field(default_factory=asyncio.Queue)
+    abrupt: bool = False
+    stalled: bool = False
+
+    def close(self, *, abrupt: bool = False) -> None:
+        self.abrupt = abrupt
+        self.queue.put_nowait(None)
+
+    def wants(self, event: StoredEvent) -> bool:
+        return event.rtype is self.rtype and (self.namespace is None or self.namespace == event.namespace)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``metadata.generation`` tracks: everything but metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+class Store:
+    def __init__(self, history_limit: int = DEFAULT_HISTORY) -> None:
+        self.resource_version = 0
+        self.objects: dict[ResourceType, dict[Key, dict[str, Any]]] = {}
+        self.history: deque[StoredEvent] = deque()
+        self.history_limit = history_limit
+        # Events up to and including this revision are gone; resuming from before it is a 410.
+        self.compacted_through = 0
+        self.subscriptions: set[Subscription] = set()
+
+    # -------------------------------------------------------------------------- internals
+
+    def _bucket(self, rtype: ResourceType) -> dict[Key, dict[str, Any]]:
+        return self.objects.setdefault(rtype, {})
+
+    def _commit(
+        self,
+        rtype: ResourceType,
+        key: Key,
+        event_type: str,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        self.resource_version += 1
+        obj["metadata"]["resourceVersion"] = str(self.resource_version)
+        if event_type == "DELETED":
+            self._bucket(rtype).pop(key, None)
+        else:
+            self._bucket(rtype)[key] = obj
+        event = StoredEvent(self.resource_version, event_type, rtype, key[0], copy.deepcopy(obj), old)
+        self.history.append(event)
+        while len(self.history) > self.history_limit:
+            self.compacted_through = self.history.popleft().resource_version
+        for subscription in self.subscriptions:
+            if subscription.wants(event):
+                subscription.queue.put_nowait(event)
+        return copy.deepcopy(obj)
+
+    def _stored(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
+        found = self._bucket(rtype).get((namespace or "", name))
+        if found is None:
+            raise ApiError.not_found(rtype.plural, name, rtype.group)
+        return found
+
+    def _require_namespace(self, rtype: ResourceType, namespace: str | None) -> None:
+        if not rtype.namespaced:
+            return
+        namespaces = next((t for t in self.objects if t.kind == "Namespace" and t.group == ""), None)
+        if namespaces is None or ("", namespace or "") not in self.objects[namespaces]:
+            raise ApiError.not_found("namespaces", namespace or "")
+
+    def _envelope(self, rtype: ResourceType, body: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
+        obj = copy.deepcopy(dict(body))
+        if obj.get("apiVersion", rtype.api_version) != rtype.api_version or obj.get("kind", rtype.kind) != rtype.kind:
+            raise ApiError.bad_request(
+                f"the API version in the data ({obj.get('apiVersion')}) or kind ({obj.get('kind')}) does not "
+                f"match the expected {rtype.api_version} {rtype.kind}"
+            )
+        obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+        metadata = obj.get("metadata")
+        if metadata is None:
+            metadata = obj["metadata"] = {}
+        if not isinstance(metadata, dict):
+            raise ApiError(422, f"{rtype.kind}.metadata: must be an object")
+        if rtype.namespaced:
+            given = metadata.get("namespace")
+            if given not in (None, "", namespace):
+                raise ApiError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            metadata["namespace"] = namespace
+        else:
+            metadata.pop("namespace", None)
+        return obj
+
+    # ------------------------------------------------------------------------- operations
+
+    def create(
+        self, rtype: ResourceType, namespace: str | None, body: Mapping[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        obj = self._envelope(rtype, body, namespace)
+        metadata = obj["metadata"]
+        if metadata.get("resourceVersion"):
+            raise ApiError(500, "Internal error occurred: resourceVersion should not be set on objects to be created")
+        if not metadata.get("name"):
+            prefix = metadata.get("generateName")
+            if not prefix:
+                raise ApiError(422, f"{rtype.kind}.metadata.name: Required value: name or generateName is required")
+            suffix = "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
+            metadata["name"] = f"{prefix}{suffix}"
+        self._require_namespace(rtype, namespace)
+        key = (namespace or "", str(metadata["name"]))
+        if key in self._bucket(rtype):
+            raise ApiError.already_exists(rtype.plural, key[1], rtype.group)
+        metadata["uid"] = str(uuid.uuid4())
+        metadata["creationTimestamp"] = _now()
+        metadata["generation"] = 1
+        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+            metadata.pop(transient, None)
+        if rtype.status_on_create == "drop" and rtype.status_subresource:
+            obj.pop("status", None)
+        elif rtype.status_on_create == "pending-pod":
+            obj["status"] = {"phase": "Pending"}
+        elif rtype.status_on_create == "active-namespace":
+            obj["status"] = {"phase": "Active"}
+            metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = key[1]
+        if dry_run:
+            return obj
+        return self._commit(rtype, key, "ADDED", obj, None)
+
+    def get(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self._stored(rtype, namespace, name))
+
+    def items(self, rtype: ResourceType, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """Stored objects of a type (not copies: read-only use), in name order."""
+        for (ns, _), obj in sorted(self._bucket(rtype).items()):
+            if namespace is None or ns == namespace:
+                yield obj
+
+    def list_objects(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        matches: Callable[[Mapping[str, Any]], bool] = lambda obj: True,
+    ) -> tuple[list[dict[str, Any]], int]:
+        found = [copy.deepcopy(obj) for obj in self.items(rtype, namespace) if matches(obj)]
+        return found, self.resource_version
+
+    def update(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        status: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        if status and not rtype.status_subresource:
+            raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
+        stored = self._stored(rtype, namespace, name)
+        obj = self._envelope(rtype, body, namespace)
+        metadata = obj["metadata"]
+        if metadata.get("name", name) != name:
+            raise ApiError.bad_request(
+                f"the name of the object ({metadata.get('name')}) does not match the name on the URL ({name})"
+            )
+        given_version = metadata.get("resourceVersion")
+        if given_version and str(given_version) != stored["metadata"]["resourceVersion"]:
+            raise ApiError.conflict(rtype.plural, name, rtype.group)
+        if status:
+            # The status subresource changes status and nothing else.
+            updated = copy.deepcopy(stored)
+            if "status" in obj:
+                updated["status"] = obj["status"]
+            else:
+                updated.pop("status", None)
+        else:
+            updated = obj
+            kept = stored["metadata"]
+            for immutable in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "name", "namespace"):
+                if immutable in kept:
+                    metadata[immutable] = kept[immutable]
+                else:
+                    metadata.pop(immutable, None)
+            if rtype.status_subresource:
+                # The main resource ignores status, as with the status subresource enabled.
+                if "status" in stored:
+                    updated["status"] = copy.deepcopy(stored["status"])
+                else:
+                    updated.pop("status", None)
+            if _spec_part(updated) != _spec_part(stored):
+                metadata["generation"] = int(kept.get("generation", 1)) + 1
+        if dry_run:
+            return updated
+        key = (namespace or "", name)
+        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
+            return self._commit(rtype, key, "DELETED", updated, copy.deepcopy(stored))
+        return self._commit(rtype, key, "MODIFIED", updated, copy.deepcopy(stored))
+
+    def patch(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        content_type: str,
+        patch: Any,
+        *,
+        status: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        if status and not rtype.status_subresource:
+            raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
+        current = copy.deepcopy(self._stored(rtype, namespace, name))
+        patched = apply_patch(rtype, content_type, current, patch)
+        return self.update(rtype, namespace, name, patched, status=status, dry_run=dry_run)
+
+    def delete(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        preconditions: Mapping[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        stored = self._stored(rtype, namespace, name)
+        for field_name in ("resourceVersion", "uid"):
+            wanted = (preconditions or {}).get(field_name)
+            if wanted and str(wanted) != stored["metadata"].get(field_name):
+                raise ApiError(
+                    409,
+                    f"Precondition failed: {field_name} in precondition: {wanted}, "
+                    f"{field_name} in object meta: {stored['metadata'].get(field_name)}",
+                    reason="Conflict",
+                )
+        obj = copy.deepcopy(stored)
+        if dry_run:
+            return obj
+        key = (namespace or "", name)
+        if obj["metadata"].get("finalizers"):
+            if not obj["metadata"].get("deletionTimestamp"):
+                obj["metadata"]["deletionTimestamp"] = _now()
+                obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                return self._commit(rtype, key, "MODIFIED", obj, copy.deepcopy(stored))
+            return obj
+        if rtype.kind == "Namespace" and rtype.group == "":
+            for other in list(self.objects):
+                if other.namespaced:
+                    for (ns, other_name), contained in list(self._bucket(other).items()):
+                        if ns == name:
+                            self._commit(other, (ns, other_name), "DELETED", copy.deepcopy(contained), contained)
+        return self._commit(rtype, key, "DELETED", obj, copy.deepcopy(stored))
+
+    # ------------------------------------------------------------------------------ watch
+
+    def subscribe(
+        self, rtype: ResourceType, namespace: str | None, resource_version: str | None
+    ) -> tuple[list[StoredEvent], Subscription]:
+        """The events to replay first and a subscription for what follows, with no gap between.
+
+        No (or ``0``) resourceVersion: synthetic ADDED events for the current objects. A
+        revision: every retained event after it, or 410 when the history no longer reaches back.
+        """
+        if resource_version in (None, "", "0"):
+            backlog = [
+                StoredEvent(
+                    int(obj["metadata"]["resourceVersion"]),
+                    "ADDED",
+                    rtype,
+                    obj["metadata"].get("namespace") or "",
+                    copy.deepcopy(obj),
+                    None,
+                )
+                for obj in self.items(rtype, namespace)
+            ]
+        else:
+            try:
+                since = int(str(resource_version))
+            except ValueError:
+                raise ApiError.bad_request(f"invalid resourceVersion {resource_version!r}") from None
+            if since < self.compacted_through:
+                raise ApiError.expired(since, self.compacted_through + 1)
+            backlog = [
+                event
+                for event in self.history
+                if event.resource_version > since
+                and event.rtype is rtype
+                and (namespace is None or event.namespace == namespace)
+            ]
+        subscription = Subscription(rtype, namespace)
+        self.subscriptions.add(subscription)
+        return backlog, subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self.subscriptions.discard(subscription)
+
+    def compact(self) -> None:
+        """Forget the whole event history, as etcd compaction does.
+
+        Afterwards a watch that resumes from any revision written so far gets 410, so a client
+        must list again; watches already open keep streaming, as on the real server.
+        """
+        self.history.clear()
+        self.compacted_through = self.resource_version + 1
