@@ -1,0 +1,235 @@
+"""``KubeClient``: the one small interface between trainyard and the API server.
+
+Every kind goes through the same few calls — get, list, watch, create, replace, merge patch
+(main resource or ``/status``), delete — on plain dicts, built on kubernetes-asyncio's
+``ApiClient`` (its configuration, authentication and connection pool) without its generated
+per-kind APIs. Errors come back as ``KubeApiError`` with the server's Status message; watch
+streams are yielded line by line with an inactivity timeout, because a watch can go silent
+without closing (kubernetes-asyncio issue #360).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from scheduler.kube.errors import KubeApiError, WatchExpired
+from scheduler.kube.kinds import KubeKind, kind_named
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    """A list answer: the items (with kind and apiVersion filled in) and the list's resourceVersion."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+@dataclass
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
+    object: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def resource_version(self) -> str | None:
+        version = (self.object.get("metadata") or {}).get("resourceVersion")
+        return str(version) if version is not None else None
+
+
+class WatchInactive(Exception):
+    """No line arrived on a watch stream within the inactivity timeout."""
+
+
+def _namespace_of(document: dict[str, Any]) -> str | None:
+    metadata = document.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    return str(namespace) if namespace else None
+
+
+class KubeClient:
+    """Generic, dict-based access to any ``KubeKind`` through one kubernetes-asyncio ``ApiClient``.
+
+    The client does not own the ``ApiClient``: whoever made it closes it.
+    """
+
+    def __init__(self, api_client: client.ApiClient, *, request_timeout: float = 30.0) -> None:
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        try:
+            result = await self.api_client.call_api(
+                path,
+                method,
+                query_params=query or [],
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                response_types_map={200: "object", 201: "object", 202: "object"},
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                _request_timeout=self.request_timeout,
+            )
+        except ApiException as error:
+            retry_after = error.headers.get("Retry-After") if error.headers else None
+            raise KubeApiError.from_body(error.status, error.body, retry_after) from None
+        if not isinstance(result, dict):
+            raise KubeApiError(0, "BadResponse", f"{method} {path} answered with no JSON object")
+        return result
+
+    # ---------------------------------------------------------------------------- reads
+
+    async def get(self, kind: str | KubeKind, name: str, namespace: str | None = None) -> dict[str, Any]:
+        k = kind_named(kind)
+        return self._complete(k, await self._call("GET", k.path(namespace, name)))
+
+    async def list(
+        self,
+        kind: str | KubeKind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ObjectList:
+        k = kind_named(kind)
+        query = [("labelSelector", label_selector)] if label_selector else []
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        answer = await self._call("GET", k.path(namespace), query=query)
+        items = [self._complete(k, item) for item in answer.get("items") or []]
+        return ObjectList(items, str((answer.get("metadata") or {}).get("resourceVersion", "")))
+
+    async def watch(
+        self,
+        kind: str | KubeKind,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+        inactivity_timeout: float = 330.0,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """Events from a watch until the server ends the stream.
+
+        Raises ``WatchExpired`` on 410 (list again), ``KubeApiError`` on other errors and
+        ``WatchInactive`` when no line arrives for ``inactivity_timeout`` seconds.
+        """
+        k = kind_named(kind)
+        query = [("watch", "true"), ("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "true")]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        response = await self.api_client.call_api(
+            k.path(namespace),
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            # no total or read timeout: the stream is long; inactivity is timed below
+            _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout),
+        )
+        try:
+            if response.status != 200:
+                raise KubeApiError.from_body(
+                    response.status, await response.read(), response.headers.get("Retry-After")
+                )
+            while True:
+                try:
+                    line = await asyncio.wait_for(response.content.readline(), inactivity_timeout)
+                except TimeoutError:
+                    raise WatchInactive(f"no event on the {k.kind} watch for {inactivity_timeout:g}s") from None
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                event_type = str(event.get("type", ""))
+                obj = event.get("object")
+                if event_type == "ERROR":
+                    error = KubeApiError.from_status(obj)
+                    if error.status == 410:
+                        raise WatchExpired(error.status, error.reason, error.message)
+                    raise error
+                if not isinstance(obj, dict):
+                    raise KubeApiError(0, "BadResponse", f"watch event without an object: {line[:200]!r}")
+                yield WatchEvent(event_type, obj if event_type == "BOOKMARK" else self._complete(k, obj))
+        finally:
+            response.release()
+
+    # --------------------------------------------------------------------------- writes
+
+    async def create(self, document: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        k = self._kind_of(document)
+        ns = (namespace or _namespace_of(document)) if k.namespaced else None
+        if k.namespaced and ns is None:
+            raise ValueError(f"{k.kind} {document.get('metadata', {}).get('name')!r} needs metadata.namespace")
+        return self._complete(k, await self._call("POST", k.path(ns), body=document))
+
+    async def replace(self, document: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
+        """PUT the whole object (or its ``/status``); its metadata.resourceVersion makes it conditional."""
+        k = self._kind_of(document)
+        name = str((document.get("metadata") or {}).get("name", ""))
+        path = k.path(_namespace_of(document) if k.namespaced else None, name, "status" if status else None)
+        return self._complete(k, await self._call("PUT", path, body=document))
+
+    async def patch(
+        self,
+        kind: str | KubeKind,
+        name: str,
+        patch: dict[str, Any] | builtins.list[dict[str, Any]],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+    ) -> dict[str, Any]:
+        """A JSON merge patch (a dict) or a JSON patch (a list), on the object or its ``/status``."""
+        k = kind_named(kind)
+        content_type = JSON_PATCH if isinstance(patch, list) else MERGE_PATCH
+        path = k.path(namespace, name, "status" if status else None)
+        return self._complete(k, await self._call("PATCH", path, body=patch, content_type=content_type))
+
+    async def delete(
+        self, kind: str | KubeKind, name: str, namespace: str | None = None, *, resource_version: str | None = None
+    ) -> dict[str, Any]:
+        k = kind_named(kind)
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if resource_version is not None:
+            body["preconditions"] = {"resourceVersion": resource_version}
+        return await self._call("DELETE", k.path(namespace, name), body=body)
+
+    # -------------------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _kind_of(document: dict[str, Any]) -> KubeKind:
+        k = kind_named(str(document.get("kind", "")))
+        if document.get("apiVersion") != k.api_version:
+            raise ValueError(
+                f"{k.kind} has apiVersion {document.get('apiVersion')!r}; trainyard writes {k.api_version}"
+            )
+        return k
+
+    @staticmethod
+    def _complete(k: KubeKind, document: dict[str, Any]) -> dict[str, Any]:
+        # Items of built-in lists come without kind and apiVersion; feeds need both.
+        document.setdefault("apiVersion", k.api_version)
+        document.setdefault("kind", k.kind)
+        return document

@@ -1,0 +1,46 @@
+"""A kubernetes-asyncio ApiClient from a kubeconfig file or the Pod's in-cluster service account."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from scheduler.kube.errors import KubeConfigError
+
+
+def running_in_cluster() -> bool:
+    """True inside a Pod: the service environment variables Kubernetes sets are present."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT"))
+
+
+async def load_api_client(kubeconfig: Path | None = None, *, context: str | None = None) -> client.ApiClient:
+    """An ApiClient for ``kubeconfig`` or, without one, the in-cluster config. The caller closes it.
+
+    A missing or unusable kubeconfig raises ``KubeConfigError`` naming the file and what to fix.
+    """
+    configuration = client.Configuration()
+    if kubeconfig is not None:
+        if not kubeconfig.is_file():
+            raise KubeConfigError(
+                f"kubeconfig {kubeconfig} does not exist; pass --kubeconfig PATH to a kubeconfig file"
+            )
+        try:
+            await config.load_kube_config(
+                config_file=str(kubeconfig), context=context, client_configuration=configuration
+            )
+        except (ConfigException, ValueError, KeyError, TypeError) as error:
+            raise KubeConfigError(f"kubeconfig {kubeconfig} cannot be used: {error}") from None
+    else:
+        if not running_in_cluster():
+            raise KubeConfigError(
+                "no --kubeconfig given and not running in a Pod (KUBERNETES_SERVICE_HOST is unset); "
+                "pass --kubeconfig PATH"
+            )
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except ConfigException as error:
+            raise KubeConfigError(f"in-cluster configuration cannot be used: {error}") from None
+    return client.ApiClient(configuration)
