@@ -2,13 +2,27 @@
 
 Today the one service is the admission webhook (HTTPS, AdmissionReview v1); `trainyard serve`
 without a name runs every service, which is the webhook until the queue controllers are added.
+
+The webhook's object cache is fed from a directory of YAML (``--objects DIR``) or from a cluster:
+``--kubeconfig PATH``, or the Pod's service account when it runs in a cluster with neither flag.
+From a cluster, one informer per cached kind mirrors it, and /readyz says ready only once every
+kind has been listed.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
+
+    from scheduler.kube import InformerGroup
+    from webhooks.objects import ObjectCache
 
 from trainyard.cli.errors import UserError
 
@@ -33,12 +47,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="directory with tls.crt and tls.key (a mounted cert-manager Secret); reloaded when they change",
     )
     tls.add_argument("--self-signed", action="store_true", help="generate a CA and a serving certificate at start")
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
         "--objects",
         type=Path,
         metavar="DIR",
         help="directory of YAML with runtimes, Kueue queues/flavors/topologies, Namespaces and Nodes",
     )
+    source.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="PATH",
+        help="watch runtimes, Kueue objects, Namespaces and Nodes in the cluster of this kubeconfig "
+        "(default inside a Pod without --objects: the in-cluster service account)",
+    )
+    parser.add_argument("--context", help="with --kubeconfig: the kubeconfig context to use (default: current)")
     parser.add_argument(
         "--write-ca-bundle",
         type=Path,
@@ -60,23 +83,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
     if args.tls_cert_dir is None and not args.self_signed:
         raise UserError("choose TLS: --tls-cert-dir DIR (tls.crt, tls.key) or --self-signed")
     if args.write_ca_bundle is not None and not args.self_signed:
         raise UserError("--write-ca-bundle needs --self-signed (with --tls-cert-dir the CA is cert-manager's)")
+    if args.context is not None and args.kubeconfig is None:
+        raise UserError("--context needs --kubeconfig PATH")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port} is not a TCP port; use 1-65535 (0 picks a free one)")
-    asyncio.run(_serve(args))
-    return 0
+    return asyncio.run(_serve(args))
 
 
-async def _serve(args: argparse.Namespace) -> None:
-    import asyncio
+async def _serve(args: argparse.Namespace) -> int:
     import signal
     import tempfile
 
+    from scheduler.kube import running_in_cluster
     from webhooks.objects import ObjectCache, ObjectFeedError, load_directory
     from webhooks.server import WebhookServer
     from webhooks.tls import (
@@ -90,16 +112,17 @@ async def _serve(args: argparse.Namespace) -> None:
     )
 
     cache = ObjectCache()
+    from_cluster = args.objects is None and (args.kubeconfig is not None or running_in_cluster())
     if args.objects is not None:
         try:
             count = load_directory(args.objects, cache)
         except ObjectFeedError as error:
             raise UserError(str(error)) from None
         print(f"trainyard serve: loaded {count} objects from {args.objects}", file=sys.stderr)
-    else:
+    elif not from_cluster:
         print(
-            "trainyard serve: no --objects DIR: the webhook knows no runtimes or queues, so queued "
-            "TrainJobs will be refused",
+            "trainyard serve: neither --objects DIR nor --kubeconfig PATH (and not in a Pod): the webhook "
+            "knows no runtimes or queues, so queued TrainJobs will be refused",
             file=sys.stderr,
         )
         cache.mark_loaded()
@@ -131,19 +154,79 @@ async def _serve(args: argparse.Namespace) -> None:
         server = WebhookServer(
             cache, context, host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, reloader=reloader
         )
+        feed = await ClusterFeed.connect(args.kubeconfig, args.context, cache) if from_cluster else None
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         try:
-            await server.start()
-        except OSError as error:
-            raise UserError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
-        print(f"trainyard serve: admission webhook on https://{args.host}:{server.port}", file=sys.stderr)
-        try:
+            try:
+                await server.start()
+            except OSError as error:
+                raise UserError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
+            print(f"trainyard serve: admission webhook on https://{args.host}:{server.port}", file=sys.stderr)
+            if feed is not None:
+                feed.start(stop)
             await stop.wait()
+            return feed.exit_code() if feed is not None else 0
         finally:
             print("trainyard serve: shutting down", file=sys.stderr)
+            if feed is not None:
+                await feed.close()
             await server.stop()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
+
+
+class ClusterFeed:
+    """Informers for every kind the webhook caches, from a kubeconfig or the in-cluster config."""
+
+    def __init__(self, api_client: ApiClient, group: InformerGroup, source: str) -> None:
+        self.api_client = api_client
+        self.group = group
+        self.source = source
+        self.task: asyncio.Task[None] | None = None
+        self.synced_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def connect(cls, kubeconfig: Path | None, context: str | None, cache: ObjectCache) -> ClusterFeed:
+        from scheduler.kube import InformerGroup, KubeClient, KubeConfigError, load_api_client
+        from webhooks.objects import CACHED_KINDS
+
+        try:
+            api_client = await load_api_client(kubeconfig, context=context)
+        except KubeConfigError as error:
+            raise UserError(str(error)) from None
+        kinds = [*CACHED_KINDS, "Namespace"]
+        group = InformerGroup(KubeClient(api_client), kinds, cache)
+        source = str(kubeconfig) if kubeconfig is not None else "the in-cluster service account"
+        print(f"trainyard serve: watching {', '.join(kinds)} through {source}", file=sys.stderr)
+        return cls(api_client, group, source)
+
+    def start(self, stop: asyncio.Event) -> None:
+        self.task = asyncio.create_task(self.group.run(), name="webhook-informers")
+        # The informers retry every API error themselves; if they stop anyway, so does the service.
+        self.task.add_done_callback(lambda task: stop.set())
+
+        async def report_synced() -> None:
+            await self.group.synced.wait()
+            print(f"trainyard serve: cache synced from {self.source}; ready", file=sys.stderr)
+
+        self.synced_task = asyncio.create_task(report_synced(), name="webhook-informers-synced")
+
+    def exit_code(self) -> int:
+        if self.task is None or not self.task.done() or self.task.cancelled():
+            return 0
+        error = self.task.exception()
+        if error is None:
+            return 0
+        print(f"trainyard serve: the cluster informers stopped: {error!r}", file=sys.stderr)
+        return 1
+
+    async def close(self) -> None:
+        for task in (self.task, self.synced_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self.api_client.close()
