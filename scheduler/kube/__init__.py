@@ -13,6 +13,7 @@ from scheduler.kube.errors import KubeApiError, KubeConfigError, KubeError, Watc
 from scheduler.kube.group import InformerGroup
 from scheduler.kube.informer import Informer, InformerSettings, InformerStats, ObjectSink
 from scheduler.kube.kinds import KINDS, KubeKind, kind_named
+from scheduler.kube.leader import LeaderElector, LeaseSettings
 from scheduler.kube.writes import (
     ConflictRetriesExhausted,
     patch_status,
@@ -34,6 +35,8 @@ __all__ = [
     "KubeConfigError",
     "KubeError",
     "KubeKind",
+    "LeaderElector",
+    "LeaseSettings",
     "ObjectList",
     "ObjectSink",
     "WatchEvent",
