@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.engine.fairsharing import dominant_resource_share
 from scheduler.engine.flavors import Assignment, Mode, assign_flavors
-from scheduler.engine.preemption import Victim, find_victims
+from scheduler.engine.preemption import Victim, find_victims, simulate_removal, undo_removal
 from scheduler.engine.results import AdmittedWorkload, CycleResult, PreemptedWorkload
 from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo
 
@@ -65,9 +65,9 @@ class AdmissionCycle:
         if engine.config.fair_sharing:
             for entry in entries:
                 entry.share = dominant_resource_share(entry.cq.node, entry.assignment.usage)
-            entries.sort(key=lambda e: (e.assignment.borrows, e.share, *self._fifo(e.workload)))
+            entries.sort(key=lambda e: (e.assignment.borrow, e.share, *self._fifo(e.workload)))
         else:
-            entries.sort(key=lambda e: (e.assignment.borrows, *self._fifo(e.workload)))
+            entries.sort(key=lambda e: (e.assignment.borrow, *self._fifo(e.workload)))
         for entry in entries:
             self._process(entry)
         return True
@@ -87,21 +87,30 @@ class AdmissionCycle:
         return None
 
     def assign(self, cq: ClusterQueueInfo, workload: WorkloadInfo, counts: list[int] | None = None) -> Assignment:
-        return assign_flavors(cq, workload, self.engine.model.flavors, self._probe, counts)
+        return assign_flavors(
+            cq, workload, self.engine.model.flavors, self._probe, counts, fair_sharing=self.engine.config.fair_sharing
+        )
 
-    def _probe(self, cq: ClusterQueueInfo, workload: WorkloadInfo, fr: FlavorResource, amount: int) -> Mode:
-        """The preemption oracle: could evicting someone make ``amount`` of ``fr`` available?"""
+    def _probe(self, cq: ClusterQueueInfo, workload: WorkloadInfo, fr: FlavorResource, amount: int) -> tuple[Mode, int]:
+        """Kueue's preemption oracle: could evicting someone make ``amount`` of ``fr`` available,
+        and at which borrowing level would it fit once they are gone?"""
         policy = cq.spec.spec.preemption
         if policy.within_cluster_queue == "Never" and policy.reclaim_within_cohort == "Never":
-            return Mode.NO_CANDIDATES
+            return Mode.NO_CANDIDATES, cq.node.borrow_height(fr, amount)
         victims = find_victims(
             cq, workload, {fr: amount}, self.engine.model.cluster_queues, fair_sharing=self.engine.config.fair_sharing
         )
         if not victims:
-            return Mode.NO_CANDIDATES
+            return Mode.NO_CANDIDATES, cq.node.borrow_height(fr, amount)
+        gone = [v.workload for v in victims]
+        simulate_removal(gone, self.engine.model.cluster_queues)
+        try:
+            borrow_after = cq.node.borrow_height(fr, amount)
+        finally:
+            undo_removal(gone, self.engine.model.cluster_queues)
         if all(v.workload.cluster_queue != cq.name for v in victims):
-            return Mode.RECLAIM
-        return Mode.PREEMPT
+            return Mode.RECLAIM, borrow_after
+        return Mode.PREEMPT, borrow_after
 
     # ------------------------------------------------------------------------------ one entry
 

@@ -60,8 +60,10 @@ class Assignment:
         return "; ".join(dict.fromkeys(self.reasons)) or "does not fit"
 
 
-# PreemptionProbe(cluster_queue, workload, fr, amount) -> Mode.PREEMPT/RECLAIM/NO_CANDIDATES
-PreemptionProbe = Callable[[ClusterQueueInfo, WorkloadInfo, FlavorResource, int], Mode]
+# PreemptionProbe(cluster_queue, workload, fr, amount) -> (mode, borrowing level after preemption):
+# Kueue's preemption oracle. The mode is Mode.PREEMPT, RECLAIM or NO_CANDIDATES; the level is the
+# one ``amount`` would borrow at once the victims are gone (with no victims: at current usage).
+PreemptionProbe = Callable[[ClusterQueueInfo, WorkloadInfo, FlavorResource, int], tuple[Mode, int]]
 
 
 def flavor_mismatch(flavor: ResourceFlavor, pod_set: PodSetInfo) -> str | None:
@@ -90,16 +92,92 @@ def _term_matches(term: NodeSelectorTerm, labels: dict[str, str]) -> bool:
     return all(req.matches(labels) for req in term.match_expressions if req.key in labels)
 
 
-def _better(
-    mode: Mode,
-    borrow: int,
-    best_mode: Mode,
-    best_borrow: int,
-    preemption_over_borrowing: bool,
-) -> bool:
+def _preferred(mode: Mode, borrow: int, other_mode: Mode, other_borrow: int, preemption_over_borrowing: bool) -> bool:
+    """Kueue's isPreferred: is (mode, borrow) better than (other_mode, other_borrow)?
+
+    NoFit is never preferred; a flavor without preemption candidates ranks below every
+    workable one; then BorrowingOverPreemption compares the preemption mode first and the
+    borrowing level second, PreemptionOverBorrowing the other way round.
+    """
+    if mode is Mode.NO_FIT:
+        return False
+    if other_mode is Mode.NO_FIT:
+        return True
+    if (mode is Mode.NO_CANDIDATES) != (other_mode is Mode.NO_CANDIDATES):
+        return other_mode is Mode.NO_CANDIDATES
     if preemption_over_borrowing:
-        return (borrow, -mode) < (best_borrow, -best_mode)
-    return (-mode, borrow) < (-best_mode, best_borrow)
+        return (borrow, -mode) < (other_borrow, -other_mode)
+    return (-mode, borrow) < (-other_mode, other_borrow)
+
+
+def _can_preempt_while_borrowing(cq: ClusterQueueInfo, fair_sharing: bool) -> bool:
+    preemption = cq.spec.spec.preemption
+    borrow_within = preemption.borrow_within_cohort
+    return (borrow_within is not None and borrow_within.policy != "Never") or (
+        fair_sharing and preemption.reclaim_within_cohort != "Never"
+    )
+
+
+def _should_try_next_flavor(mode: Mode, borrow: int, try_next_borrow: bool, try_next_preempt: bool) -> bool:
+    """Kueue's shouldTryNextFlavor: keep looking past a flavor that is not good enough."""
+    if mode <= Mode.NO_CANDIDATES:
+        return True
+    if mode in (Mode.PREEMPT, Mode.RECLAIM) and try_next_preempt:
+        return True
+    return borrow > 0 and try_next_borrow
+
+
+def _fits_resource_quota(
+    cq: ClusterQueueInfo,
+    workload: WorkloadInfo,
+    fr: FlavorResource,
+    value: int,
+    probe: PreemptionProbe | None,
+    reasons: list[str],
+    *,
+    empty: bool,
+    fair_sharing: bool,
+) -> tuple[Mode, int]:
+    """Kueue's fitsResourceQuota: how ``value`` of ``fr`` fits, and the borrowing level it needs.
+
+    A flavor that needs preemption reports the level it would borrow at once its victims are
+    gone, as Kueue's preemption oracle does; PreemptionOverBorrowing and the head ordering
+    (non-borrowing first) both depend on it.
+    """
+    node = cq.node
+    flavor_name, resource = fr
+    ceiling = node.potential_available(fr)
+    if fr not in node.nominal and ceiling <= 0:
+        reasons.append(f"flavor {flavor_name} has no quota for {resource}")
+        return Mode.NO_FIT, 0
+    if value > ceiling:
+        reasons.append(
+            f"needs {format_amount(resource, value)} {resource} in flavor {flavor_name}; "
+            f"{cq.name} can reach {format_amount(resource, ceiling)}"
+            + (" with borrowing" if node.parent is not None else "")
+        )
+        return Mode.NO_FIT, 0
+    borrow, may_reclaim = node.lowest_fitting_subtree(fr, value)
+    available = ceiling if empty else node.available(fr)
+    if value <= available:
+        return Mode.FIT, borrow
+    shortfall = (
+        f"insufficient unused quota for {resource} in flavor {flavor_name}, "
+        f"{format_amount(resource, value - available)} more needed"
+    )
+    # Kueue asks the oracle only where preemption could help: the request is within nominal
+    # quota, capacity lent out below the root could be reclaimed, or policy lets a borrowing
+    # ClusterQueue preempt.
+    if node.nominal.get(fr, 0) >= value or may_reclaim or _can_preempt_while_borrowing(cq, fair_sharing):
+        if probe is None:
+            reasons.append(shortfall)
+            return Mode.NO_CANDIDATES, borrow
+        mode, borrow_after = probe(cq, workload, fr, value)
+        if mode <= Mode.NO_CANDIDATES:
+            reasons.append(shortfall)
+        return mode, borrow_after
+    reasons.append(shortfall)
+    return Mode.NO_FIT, borrow
 
 
 def assign_flavors(
@@ -110,12 +188,12 @@ def assign_flavors(
     counts: list[int] | None = None,
     *,
     empty: bool = False,
+    fair_sharing: bool = False,
 ) -> Assignment:
     """Choose a flavor per resource group for every pod set of ``workload`` in ``cq``.
 
     ``empty`` judges against an empty cluster (what could ever fit), for validation.
     """
-    node = cq.node
     fungibility = cq.spec.spec.flavor_fungibility
     try_next_borrow = fungibility.try_next_when_borrowing
     try_next_preempt = fungibility.try_next_when_preempting
@@ -142,7 +220,8 @@ def assign_flavors(
         pod_set_mode = Mode.FIT
         pod_set_borrow = 0
         for group_index, resources in by_group.items():
-            best: tuple[str, Mode, int] | None = None
+            # (flavor, representative mode, its borrowing level, highest level of any resource)
+            best: tuple[str, Mode, int, int] | None = None
             for flavor_name in cq.groups[group_index].flavors:
                 flavor = flavors.get(flavor_name)
                 if flavor is None:
@@ -152,61 +231,44 @@ def assign_flavors(
                 if mismatch is not None:
                     reasons.append(mismatch)
                     continue
-                mode, borrow = Mode.FIT, 0
+                # The flavor's representative mode is its worst resource by the configured
+                # preference (Kueue's granularMode); the workload's level is the highest one.
+                mode, borrow, most_borrow = Mode.FIT, 0, 0
                 for resource in resources:
                     fr = (flavor_name, resource)
-                    value = usage.get(fr, 0) + totals[resource]
-                    if fr not in node.nominal and node.potential_available(fr) <= 0:
-                        reasons.append(f"flavor {flavor_name} has no quota for {resource}")
-                        mode = Mode.NO_FIT
+                    resource_mode, resource_borrow = _fits_resource_quota(
+                        cq,
+                        workload,
+                        fr,
+                        usage.get(fr, 0) + totals[resource],
+                        probe,
+                        reasons,
+                        empty=empty,
+                        fair_sharing=fair_sharing,
+                    )
+                    most_borrow = max(most_borrow, resource_borrow)
+                    if _preferred(mode, borrow, resource_mode, resource_borrow, preemption_over_borrowing):
+                        mode, borrow = resource_mode, resource_borrow
+                    if mode is Mode.NO_FIT:
                         break
-                    ceiling = node.potential_available(fr)
-                    if value > ceiling:
-                        reasons.append(
-                            f"needs {format_amount(resource, value)} {resource} in flavor {flavor_name}; "
-                            f"{cq.name} can reach {format_amount(resource, ceiling)}"
-                            + (" with borrowing" if node.parent is not None else "")
-                        )
-                        mode = Mode.NO_FIT
-                        break
-                    available = ceiling if empty else node.available(fr)
-                    if value <= available:
-                        borrow = max(borrow, node.borrow_height(fr, value))
-                        continue
-                    resource_mode = probe(cq, workload, fr, value) if probe is not None else Mode.NO_CANDIDATES
-                    if resource_mode <= Mode.NO_CANDIDATES:
-                        reasons.append(
-                            f"insufficient unused quota for {resource} in flavor {flavor_name}, "
-                            f"{format_amount(resource, value - available)} more needed"
-                        )
-                    mode = min(mode, resource_mode)
-                    borrow = max(borrow, node.borrow_height(fr, value))
-                if mode <= Mode.NO_CANDIDATES:
-                    if best is None:
-                        best = (flavor_name, mode, borrow)
-                    continue
-                if (
-                    best is None
-                    or best[1] <= Mode.NO_CANDIDATES
-                    or _better(mode, borrow, best[1], best[2], preemption_over_borrowing)
-                ):
-                    best = (flavor_name, mode, borrow)
-                stop = (mode == Mode.FIT and (borrow == 0 or not try_next_borrow)) or (
-                    mode in (Mode.PREEMPT, Mode.RECLAIM) and not try_next_preempt
-                )
-                if stop:
+                candidate = (flavor_name, mode, borrow, most_borrow)
+                if not _should_try_next_flavor(mode, borrow, try_next_borrow, try_next_preempt):
+                    best = candidate
                     break
+                # A flavor that does not fit at all is kept only as the reason's carrier.
+                if best is None or _preferred(mode, borrow, best[1], best[2], preemption_over_borrowing):
+                    best = candidate
             if best is None:
                 reasons.append(f"no flavor of {cq.name} suits pod set {pod_set.name}")
                 return Assignment(cq, choices, usage, Mode.NO_FIT, 0, reasons)
-            flavor_name, mode, borrow = best
+            flavor_name, mode, _, most_borrow = best
             for resource in resources:
                 fr = (flavor_name, resource)
                 chosen[resource] = flavor_name
                 pod_set_usage[fr] = pod_set_usage.get(fr, 0) + totals[resource]
                 usage[fr] = usage.get(fr, 0) + totals[resource]
             pod_set_mode = min(pod_set_mode, mode)
-            pod_set_borrow = max(pod_set_borrow, borrow)
+            pod_set_borrow = max(pod_set_borrow, most_borrow)
         choices.append(PodSetChoice(pod_set, count, chosen, pod_set_usage, pod_set_mode, pod_set_borrow))
         workload_mode = min(workload_mode, pod_set_mode)
         workload_borrow = max(workload_borrow, pod_set_borrow)

@@ -81,6 +81,22 @@ def _restore(cq: ClusterQueueInfo, workload: WorkloadInfo) -> None:
         cq.node.add_usage(fr, amount)
 
 
+def simulate_removal(workloads: list[WorkloadInfo], cluster_queues: dict[str, ClusterQueueInfo]) -> None:
+    """Take admitted ``workloads`` out of the quota tree (Kueue's SimulateWorkloadUsageRemoval)."""
+    for workload in workloads:
+        cq = cluster_queues.get(workload.cluster_queue or "")
+        if cq is not None and workload.admission is not None:
+            _remove(cq, workload)
+
+
+def undo_removal(workloads: list[WorkloadInfo], cluster_queues: dict[str, ClusterQueueInfo]) -> None:
+    """Put back what ``simulate_removal`` took out."""
+    for workload in reversed(workloads):
+        cq = cluster_queues.get(workload.cluster_queue or "")
+        if cq is not None and workload.admission is not None:
+            _restore(cq, workload)
+
+
 def _fits(cq: ClusterQueueInfo, usage: dict[FlavorResource, int], allow_borrowing: bool) -> bool:
     node = cq.node
     for fr, amount in usage.items():

@@ -34,6 +34,7 @@ class QuotaNode:
     guaranteed: dict[FlavorResource, int] = field(default_factory=dict)
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     fair_weight: float = 1.0
+    tree_height: int = 0  # distance to the furthest leaf below (Kueue's getNodeHeight); set by recompute
 
     # ------------------------------------------------------------------------------ structure
 
@@ -117,29 +118,36 @@ class QuotaNode:
         return max(0, self.usage.get(fr, 0) - self.subtree.get(fr, 0)) if self.parent is not None else 0
 
     def borrow_height(self, fr: FlavorResource, amount: int) -> int:
-        """Height of the lowest subtree (this node = 0) whose own quota holds ``amount`` more.
+        """Kueue's borrowing level for ``amount`` more of ``fr``: 0 = within this ClusterQueue's quota."""
+        return self.lowest_fitting_subtree(fr, amount)[0]
 
-        Kueue's FindHeightOfLowestSubtreeThatFits: 0 means no borrowing at all; a higher value
-        means the workload borrows from further up the cohort tree.
+    def lowest_fitting_subtree(self, fr: FlavorResource, amount: int) -> tuple[int, bool]:
+        """Kueue's FindHeightOfLowestSubtreeThatFits: (height, may reclaim in the hierarchy).
+
+        Walks up from this node to the first subtree whose own quota holds ``amount`` more and
+        returns that subtree's height (the distance to its furthest leaf, so 0 means no
+        borrowing; levels grow up the tree but need not be consecutive), or the root's height
+        when none does. The flag is True when that subtree is below the root: capacity lent out
+        of it could be reclaimed without reaching further up.
         """
-        if self.parent is None or not self.borrowing_with(fr, amount):
-            return 0
+        if self.parent is None:
+            return 0, False
+        if not self.borrowing_with(fr, amount):
+            return 0, True
         remaining = amount - max(0, self.guaranteed.get(fr, 0) - self.usage.get(fr, 0))
-        height = 1
         node = self.parent
-        while node.parent is not None:
-            if not node.borrowing_with(fr, remaining):
-                return height
+        while True:
+            if not node.borrowing_with(fr, remaining) or node.parent is None:
+                return node.tree_height, node.parent is not None
             remaining -= max(0, node.guaranteed.get(fr, 0) - node.usage.get(fr, 0))
             node = node.parent
-            height += 1
-        return height
 
 
 def recompute_subtree_quotas(root: QuotaNode) -> None:
-    """Fill ``subtree`` and ``guaranteed`` bottom-up after the tree's shape or quotas changed."""
+    """Fill ``subtree``, ``guaranteed`` and ``tree_height`` bottom-up after the tree's shape or quotas changed."""
     for child in root.children:
         recompute_subtree_quotas(child)
+    root.tree_height = 1 + max(child.tree_height for child in root.children) if root.children else 0
     subtree = dict(root.nominal)
     for child in root.children:
         for fr, amount in child.subtree.items():

@@ -112,17 +112,33 @@ def test_recompute_cohort_usage_matches_incremental_accounting() -> None:
 
 
 @pytest.mark.parametrize(
-    ("node", "amount", "height"),
-    [("cq-a", 6, 0), ("cq-a", 7, 1), ("cq-b", 4, 0), ("cq-b", 5, 1), ("cq-b", 16, 2), ("cq-c", 3, 1)],
+    ("node", "amount", "height", "may_reclaim"),
+    [
+        ("cq-a", 6, 0, True),
+        ("cq-a", 7, 1, True),
+        ("cq-b", 4, 0, True),
+        ("cq-b", 5, 1, True),
+        ("cq-b", 16, 2, False),
+        ("cq-c", 3, 2, False),
+    ],
     ids=[
         "within-nominal",
         "borrows-from-mid",
         "cq-b-within-nominal",
         "cq-b-from-mid",
         "cq-b-beyond-mid-from-root",
-        "cq-c-from-root",
+        "cq-c-from-root-is-the-root-height-not-one-step",
     ],
 )
-def test_borrow_height_is_the_lowest_subtree_that_fits(node: str, amount: int, height: int) -> None:
-    # FindHeightOfLowestSubtreeThatFits: 0 = the ClusterQueue's own quota; 1 = its cohort; 2 = above
+def test_borrow_height_is_the_lowest_subtree_that_fits(node: str, amount: int, height: int, may_reclaim: bool) -> None:
+    # FindHeightOfLowestSubtreeThatFits: the height (distance to the furthest leaf) of the lowest
+    # subtree whose quota holds the request: 0 = the ClusterQueue itself, mid = 1, root = 2 even
+    # for cq-c, which sits directly under root; may-reclaim is True below the root.
+    assert _tree()[node].lowest_fitting_subtree(FR, amount) == (height, may_reclaim)
     assert _tree()[node].borrow_height(FR, amount) == height
+
+
+def test_a_cluster_queue_without_cohort_never_borrows() -> None:
+    lone = QuotaNode("lone", False, nominal={FR: 4})
+    recompute_subtree_quotas(lone)
+    assert lone.lowest_fitting_subtree(FR, 10) == (0, False)
