@@ -1,9 +1,10 @@
 """`trainyard simulate --backend kwok`: the same scenario on a real KWOK cluster, same metrics.
 
-``run_on_kwok`` applies the exported objects (namespaces, fake nodes, stages, Kueue objects)
-with kubernetes-asyncio, creates each job at its submit time (wall clock), watches Kueue
-Workloads and turns their conditions into the simulator's metrics with ``WorkloadEventCollector``.
-The collector is plain code over watch-event dicts, so it is tested offline on recorded events.
+``run_on_kwok`` creates the exported objects (namespaces, stages, fake nodes, the simulated
+training runtime, Kueue objects) through the Kubernetes adapter (``scheduler.kube``), creates
+each TrainJob at its submit time (wall clock, divided by ``speedup``), mirrors Kueue's Workloads
+with an informer (list, watch, re-list on 410) and turns their conditions into the simulator's
+metrics with ``WorkloadEventCollector``, a plain function of Workload documents.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulations.kwok_export import simulated_runtime, trainjob_document
+from scheduler.kube import Informer, KubeApiError, KubeClient, load_api_client, with_retries
+from simulations.kwok_export import exported_jobs, simulated_runtime, trainjob_document
 from simulations.metrics import MetricsRecorder
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
+from simulations.yamlsource import load_documents
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 
@@ -102,67 +105,70 @@ class WorkloadEventCollector:
                 self.metrics.released(key, job.gpus, at, requeued=False)
             self.finished.add(key)
 
+    def all_finished(self) -> bool:
+        return len(self.finished) == len(self.jobs)
+
     def handle_all(self, events: Iterable[dict[str, Any]]) -> None:
         for event in events:
             self.handle(event)
 
 
-def _plural(kind: str) -> str:
-    """The resource name of a kind in its REST path (``Topology`` → ``topologies``)."""
-    lower = kind.lower()
-    if lower.endswith("y"):
-        return lower[:-1] + "ies"
-    return lower + ("es" if lower.endswith("s") else "s")
+class _WorkloadFeed:
+    """An informer sink that hands every Workload it sees to the collector."""
+
+    def __init__(self, collector: WorkloadEventCollector, done: asyncio.Event) -> None:
+        self.collector = collector
+        self.done = done
+
+    def apply(self, document: dict[str, Any]) -> None:
+        self.collector.handle({"type": "MODIFIED", "object": document})
+        if self.collector.all_finished():
+            self.done.set()
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        """A deleted Workload changes no metric: its finish or eviction was seen before."""
+
+    def mark_loaded(self) -> None:
+        """Nothing waits for the first list."""
 
 
-async def _apply(api_client: Any, document: dict[str, Any]) -> None:
-    """Create an object (or leave it if it exists) through the dynamic REST path."""
-    from kubernetes_asyncio.client.exceptions import ApiException
-
-    api_version = document["apiVersion"]
-    kind = document["kind"]
-    metadata = document["metadata"]
-    plural = _plural(kind)
-    namespace = metadata.get("namespace")
-    prefix = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    path = f"{prefix}/namespaces/{namespace}/{plural}" if namespace else f"{prefix}/{plural}"
+async def _create(kube: KubeClient, document: dict[str, Any]) -> None:
+    """Create an object, leaving one that already exists as it is (a rerun on the same cluster)."""
     try:
-        await api_client.call_api(path, "POST", body=document, response_type="object", _return_http_data_only=True)
-    except ApiException as error:
+        await with_retries(lambda: kube.create(document))
+    except KubeApiError as error:
         if error.status != 409:
             raise
 
 
+def _scenario_documents(built: BuiltScenario, jobs: list[JobSpec]) -> list[dict[str, Any]]:
+    """Namespaces, Stages, Nodes, the runtime and the Kueue objects, in the order they must exist."""
+    documents: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in sorted({j.team for j in jobs})
+    ]
+    for path in built.scenario.stages:
+        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
+        for file in files:
+            documents.extend(document.data for document in load_documents(file))
+    documents.extend(built.node_documents)
+    documents.append(simulated_runtime())
+    documents.extend(obj.to_dict() for obj in built.objects)
+    return documents
+
+
 async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float, speedup: float) -> dict[str, Any]:
-    from kubernetes_asyncio import client, config, watch
-
-    from simulations.kwok_export import exported_jobs
-    from simulations.yamlsource import load_documents
-
-    await config.load_kube_config(config_file=str(kubeconfig))
     jobs = list(exported_jobs(built, seed, speedup))
-    by_key = {f"{j.team}/{j.name}": j for j in jobs}
     metrics = MetricsRecorder(built.capacity, built.nominal)
     origin = time.time()
-    collector = WorkloadEventCollector(metrics, by_key, origin, time_scale=speedup)
-    queue_of = {}
-    for obj in built.objects:
-        if obj.kind == "LocalQueue":
-            queue_of[obj.namespace] = obj.to_dict()["spec"]["clusterQueue"]
-    async with client.ApiClient() as api_client:
-        namespaces = sorted({j.team for j in jobs})
-        for name in namespaces:
-            await _apply(api_client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        for path in built.scenario.stages:
-            files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
-            for file in files:
-                for document in load_documents(file):
-                    await _apply(api_client, document.data)
-        for node in built.node_documents:
-            await _apply(api_client, node)
-        await _apply(api_client, simulated_runtime())
-        for obj in built.objects:
-            await _apply(api_client, obj.to_dict())
+    collector = WorkloadEventCollector(metrics, {f"{j.team}/{j.name}": j for j in jobs}, origin, time_scale=speedup)
+    queue_of = {
+        obj.namespace: obj.to_dict()["spec"]["clusterQueue"] for obj in built.objects if obj.kind == "LocalQueue"
+    }
+    api_client = await load_api_client(kubeconfig)
+    async with api_client:
+        kube = KubeClient(api_client)
+        for document in _scenario_documents(built, jobs):
+            await _create(kube, document)
 
         async def submit() -> None:
             for job in jobs:
@@ -171,31 +177,19 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
                     await asyncio.sleep(delay)
                 key = f"{job.team}/{job.name}"
                 collector.submitted(key, queue_of.get(job.team, job.team), collector.since_origin(time.time()))
-                await _apply(api_client, trainjob_document(job))
+                await _create(kube, trainjob_document(job))
 
-        async def observe() -> None:
-            custom = client.CustomObjectsApi(api_client)
-            stream = watch.Watch()
-            async with stream:
-                async for event in stream.stream(
-                    custom.list_cluster_custom_object,
-                    KUEUE_GROUP,
-                    KUEUE_VERSION,
-                    "workloads",
-                    timeout_seconds=int(timeout),
-                ):
-                    collector.handle(event)
-                    if len(collector.finished) == len(jobs):
-                        return
-
-        submitter = asyncio.create_task(submit())
+        done = asyncio.Event()
+        informer = Informer(kube, "Workload", _WorkloadFeed(collector, done))
+        tasks = [asyncio.create_task(submit()), asyncio.create_task(informer.run())]
         try:
-            await asyncio.wait_for(observe(), timeout)
+            await asyncio.wait_for(done.wait(), timeout)
         except TimeoutError:
             pass
         finally:
-            submitter.cancel()
-            await asyncio.gather(submitter, return_exceptions=True)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
     metrics.end_time = collector.since_origin(time.time())
     summary = metrics.summary()
     summary["backend"] = "kwok"
