@@ -2,12 +2,20 @@
 
 ``render_trainjob`` is what the controller, the local launcher and ``trainyard render`` call. It
 validates first (the same rules the webhook applies, so a TrainJob that renders is one the
-webhook admits), runs the plugin pipeline, and writes the engine's placement, if any, into the
-JobSet.
+webhook admits), runs the plugin pipeline on the RuntimeInfo the validation built, and writes the
+engine's placement, if any, into the JobSet.
+
+Key material (the MPI SSH key pair) is generated only for a render whose Secrets will be created.
+A caller that renders only to read the JobSet — the admission webhook deriving a TrainJob's pod
+sets — asks for no key material, with ``key_material=False`` or, through a caller it cannot pass
+arguments to (``scheduler.trainjob.workload_for_trainjob``), inside ``without_key_material()``.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,11 +24,9 @@ from runtimes.api.podgroup import PODGROUP_KIND, PodGroup
 from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
 from runtimes.errors import FieldError, RenderError
 from runtimes.placement import PodPlacement, apply_placement, placement_errors
-from runtimes.plugins.info import build_runtime_info
-from runtimes.plugins.intree import in_tree_registry
-from runtimes.plugins.pipeline import RuntimePipeline
+from runtimes.plugins.intree import pipeline_of
 from runtimes.plugins.registry import PluginRegistry
-from runtimes.validation import validate_runtime, validate_trainjob
+from runtimes.validation import check_trainjob, validate_runtime
 
 
 @dataclass
@@ -38,24 +44,41 @@ class RenderedTrainJob:
         return [*rendered, *self.secrets, *self.config_maps]
 
 
+_KEY_MATERIAL: ContextVar[bool] = ContextVar("trainyard_render_key_material", default=True)
+
+
+@contextlib.contextmanager
+def without_key_material() -> Iterator[None]:
+    """Renders inside this block generate no key material and emit no Secret carrying it."""
+    token = _KEY_MATERIAL.set(False)
+    try:
+        yield
+    finally:
+        _KEY_MATERIAL.reset(token)
+
+
 def render_trainjob(
     trainjob: TrainJob,
     runtime: AnyTrainingRuntime,
     placement: PodPlacement | None = None,
     *,
     registry: PluginRegistry | None = None,
+    key_material: bool = True,
 ) -> RenderedTrainJob:
-    """Render ``trainjob`` with ``runtime``; raises :class:`RenderError` naming every bad field."""
-    registry = registry or in_tree_registry()
+    """Render ``trainjob`` with ``runtime``; raises :class:`RenderError` naming every bad field.
+
+    ``key_material=False`` (or a surrounding ``without_key_material()``) renders everything but
+    the Secrets of generated keys: for callers that read only the JobSet and PodGroup.
+    """
     runtime_problems = validate_runtime(runtime)
     if runtime_problems:
         raise RenderError(f"{runtime.kind} {runtime.metadata.name!r}", runtime_problems)
-    problems = validate_trainjob(trainjob, runtime, registry=registry)
-    if problems:
+    problems, info = check_trainjob(trainjob, runtime, registry=registry)
+    if problems or info is None:
         raise RenderError(f"TrainJob {trainjob.metadata.name!r}", problems)
 
-    info = build_runtime_info(trainjob, runtime)
-    objects = RuntimePipeline(registry).build(info, trainjob)
+    info.key_material = key_material and _KEY_MATERIAL.get()
+    objects = pipeline_of(registry).build(info, trainjob)
 
     jobset_dict: dict[str, Any] | None = None
     rendered = RenderedTrainJob(jobset=JobSet())

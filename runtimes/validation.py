@@ -22,16 +22,16 @@ from runtimes.api.trainer import (
     TrainJob,
 )
 from runtimes.errors import FieldError
+from runtimes.plugins.framework import RuntimeInfo
 from runtimes.plugins.info import build_runtime_info
-from runtimes.plugins.intree import in_tree_registry
-from runtimes.plugins.pipeline import RuntimePipeline
+from runtimes.plugins.intree import pipeline_of
 from runtimes.plugins.registry import PluginRegistry
 from runtimes.runtime_validation import validate_runtime
 
 _RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 
-__all__ = ["FieldError", "validate_runtime", "validate_trainjob"]
+__all__ = ["FieldError", "check_trainjob", "validate_runtime", "validate_trainjob", "validate_trainjob_update"]
 
 
 def validate_trainjob(
@@ -41,6 +41,21 @@ def validate_trainjob(
     registry: PluginRegistry | None = None,
 ) -> list[FieldError]:
     """Everything wrong with ``trainjob`` run on ``runtime`` (``None``: the runtime was not found)."""
+    errors, _ = check_trainjob(trainjob, runtime, registry=registry)
+    return errors
+
+
+def check_trainjob(
+    trainjob: TrainJob,
+    runtime: AnyTrainingRuntime | None,
+    *,
+    registry: PluginRegistry | None = None,
+) -> tuple[list[FieldError], RuntimeInfo | None]:
+    """``validate_trainjob``'s errors, and the ``RuntimeInfo`` the plugins checked (None before that).
+
+    ``render_trainjob`` builds from that same RuntimeInfo, so one render merges the runtime's
+    template and runs the plugins' checks once.
+    """
     errors = _validate_metadata(trainjob) + _validate_spec(trainjob)
     ref = trainjob.spec.runtime_ref
     if ref.effective_api_group != TRAINER_GROUP or ref.effective_kind not in (
@@ -54,10 +69,10 @@ def validate_trainjob(
                 f"ClusterTrainingRuntime or TrainingRuntime of apiGroup {TRAINER_GROUP}",
             )
         )
-        return errors
+        return errors, None
     if not ref.name:
         errors.append(FieldError("spec.runtimeRef.name", "must name a runtime, e.g. torch-distributed"))
-        return errors
+        return errors, None
     if runtime is None or runtime.kind != ref.effective_kind or runtime.metadata.name != ref.name:
         errors.append(
             FieldError(
@@ -66,7 +81,7 @@ def validate_trainjob(
                 "the TrainJob (kubectl get clustertrainingruntimes lists the installed ones)",
             )
         )
-        return errors
+        return errors, None
     if runtime.kind == TRAINING_RUNTIME_KIND and runtime.metadata.namespace not in (
         None,
         trainjob.metadata.namespace,
@@ -80,8 +95,8 @@ def validate_trainjob(
         )
     errors.extend(_validate_against_ml_policy(trainjob, runtime))
     info = build_runtime_info(trainjob, runtime)
-    errors.extend(RuntimePipeline(registry or in_tree_registry()).validate(info, trainjob))
-    return errors
+    errors.extend(pipeline_of(registry).validate(info, trainjob))
+    return errors, info
 
 
 def _validate_metadata(trainjob: TrainJob) -> list[FieldError]:
@@ -181,3 +196,102 @@ def _validate_against_ml_policy(trainjob: TrainJob, runtime: AnyTrainingRuntime)
             )
         ]
     return []
+
+
+# ---------------------------------------------------------------------------------------- UPDATE
+
+
+def validate_trainjob_update(trainjob: TrainJob, old: TrainJob) -> list[FieldError]:
+    """Trainer's rules for changing a TrainJob: what is fixed once created, and what may change only
+    while the TrainJob is suspended (the CRD's CEL transition rules and the JobSet plugin's checks).
+
+    As for CEL transition rules, an optional field is held to its old value only when it is set on
+    both sides. ``runtimePatches[].time`` is ignored: Trainer's defaulter stamps it on every write.
+    """
+    spec, old_spec = trainjob.spec, old.spec
+    errors: list[FieldError] = []
+    ref, old_ref = spec.runtime_ref, old_spec.runtime_ref
+    identity = (ref.name, ref.effective_api_group, ref.effective_kind)
+    if identity != (old_ref.name, old_ref.effective_api_group, old_ref.effective_kind):
+        errors.append(
+            FieldError(
+                "spec.runtimeRef",
+                f"field is immutable: was {old_ref.effective_kind} {old_ref.name!r}, got {ref.effective_kind} "
+                f"{ref.name!r} (keep the old runtimeRef, or create a new TrainJob to use another runtime)",
+            )
+        )
+    for path, new_part, old_part in (
+        ("spec.initializer", spec.initializer, old_spec.initializer),
+        ("spec.trainer", spec.trainer, old_spec.trainer),
+    ):
+        if new_part is not None and old_part is not None and new_part.to_dict() != old_part.to_dict():
+            errors.append(
+                FieldError(
+                    path,
+                    "field is immutable (keep the value the TrainJob was created with, or delete and "
+                    "recreate the TrainJob to change it)",
+                )
+            )
+    if (
+        spec.active_deadline_seconds is not None
+        and old_spec.active_deadline_seconds is not None
+        and spec.active_deadline_seconds != old_spec.active_deadline_seconds
+    ):
+        errors.append(
+            FieldError(
+                "spec.activeDeadlineSeconds",
+                f"field is immutable: was {old_spec.active_deadline_seconds}, got {spec.active_deadline_seconds}",
+            )
+        )
+    managed_by = spec.managed_by or DEFAULT_MANAGED_BY
+    old_managed_by = old_spec.managed_by or DEFAULT_MANAGED_BY
+    if managed_by != old_managed_by:
+        errors.append(FieldError("spec.managedBy", f"field is immutable: was {old_managed_by!r}, got {managed_by!r}"))
+    errors.extend(_suspended_only_changes(trainjob, old))
+    return errors
+
+
+def _patches_without_time(trainjob: TrainJob) -> list[dict[str, object]]:
+    patches = [patch.to_dict() for patch in trainjob.spec.runtime_patches or []]
+    for patch in patches:
+        patch.pop("time", None)
+    return patches
+
+
+def _suspended_only_changes(trainjob: TrainJob, old: TrainJob) -> list[FieldError]:
+    """runtimePatches (HEAD) and podTemplateOverrides (v2.1) change only around a suspension.
+
+    Like a core Job's template, they may change when the TrainJob is suspended before or after the
+    update (so Kueue can inject its scheduling directives as it resumes the job, and take them out
+    as it suspends it), and never while a replicated job still has active pods.
+    """
+    changed: list[tuple[str, str]] = []
+    if _patches_without_time(trainjob) != _patches_without_time(old):
+        changed.append(("spec.runtimePatches", "RuntimePatches"))
+    overrides = [o.to_dict() for o in trainjob.spec.pod_template_overrides or []]
+    if overrides != [o.to_dict() for o in old.spec.pod_template_overrides or []]:
+        changed.append(("spec.podTemplateOverrides", "PodTemplateOverrides"))
+    if not changed:
+        return []
+    suspended, was_suspended = trainjob.spec.suspend is True, old.spec.suspend is True
+    active = [job.name for job in (old.status.jobs_status if old.status else None) or [] if job.active > 0]
+    errors: list[FieldError] = []
+    for path, name in changed:
+        if not suspended and not was_suspended:
+            errors.append(
+                FieldError(
+                    path,
+                    f"{name} can only be modified when the TrainJob is suspended before or after the update "
+                    "(set spec.suspend to true in the same update, or suspend the TrainJob first)",
+                )
+            )
+            continue
+        errors.extend(
+            FieldError(
+                path,
+                f"{name} cannot be modified when the JobSet's ReplicatedJob {job!r} is still active "
+                "(status.jobsStatus), retry once its pods have stopped",
+            )
+            for job in active
+        )
+    return errors

@@ -1,16 +1,23 @@
 """The "can ever fit" rule for a queued TrainJob, asked of the owning code.
 
 The TrainJob becomes a Kueue Workload exactly as the controller builds it
-(``scheduler.trainjob.workload_for_trainjob``); its pod sets are checked against Kueue's TAS
-annotation rules, then the admission engine says whether it could ever be admitted (quota
-reachable through borrowing up the cohort, a topology domain at the required level large
-enough on an empty cluster). The engine is built from the object cache once per cache version.
+(``scheduler.trainjob.workload_for_trainjob``, which renders the JobSet and with it runs all of
+Trainer's TrainJob rules); its pod sets are checked against Kueue's TAS annotation rules, then the
+admission engine says whether it could ever be admitted (quota reachable through borrowing up the
+cohort, a topology domain at the required level large enough on an empty cluster). The engine is
+built from the object cache once per cache version.
+
+The render is for reading pod sets only, so it runs ``without_key_material()``: no SSH key pair
+is generated for an MPI TrainJob at admission.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
-from runtimes.errors import FieldError
+from runtimes.errors import FieldError, RenderError
+from runtimes.render import without_key_material
 from scheduler.api.job_validation import validate_pod_sets_topology
 from scheduler.engine import AdmissionEngine, EngineConfig
 from scheduler.trainjob import workload_for_trainjob
@@ -28,13 +35,34 @@ def build_engine(cache: ObjectCache) -> AdmissionEngine:
     return engine
 
 
-def check_fit(
-    cache: ObjectCache, trainjob: TrainJob, runtime: AnyTrainingRuntime
-) -> tuple[list[FieldError], str | None]:
-    """(TAS annotation errors, why it never fits) — both empty/None when the job could run."""
-    workload = workload_for_trainjob(trainjob, runtime)
+@dataclass
+class FitVerdict:
+    """``errors``: the TrainJob (or its runtime) is invalid; ``never_fits``: why it can never run."""
+
+    errors: list[FieldError] = field(default_factory=list)
+    never_fits: str | None = None
+
+
+def check_fit(cache: ObjectCache, trainjob: TrainJob, runtime: AnyTrainingRuntime) -> FitVerdict:
+    """Render ``trainjob`` once (validating it), then ask Kueue's TAS rules and the engine."""
+    try:
+        with without_key_material():
+            workload = workload_for_trainjob(trainjob, runtime)
+    except RenderError as error:
+        if error.subject.startswith("TrainJob"):
+            return FitVerdict(errors=error.errors)
+        # The runtime itself breaks Trainer's rules: name it rather than its fields as the job's.
+        listed = ", ".join(str(problem) for problem in error.errors)
+        return FitVerdict(
+            errors=[
+                FieldError(
+                    "spec.runtimeRef",
+                    f"{error.subject} is invalid ({listed}): fix the runtime or reference another one",
+                )
+            ]
+        )
     problems = validate_pod_sets_topology(workload.spec.pod_sets)
     if problems:
-        return problems, None
+        return FitVerdict(errors=problems)
     engine = cache.derived("admission-engine", build_engine)
-    return [], engine.never_fits_reason(workload)
+    return FitVerdict(never_fits=engine.never_fits_reason(workload))

@@ -34,9 +34,17 @@ class WebhookMetrics:
             registry=self.registry,
         )
 
+        # (endpoint, verdict) -> its counter and histogram children; ``labels()`` is a locked
+        # lookup that costs more than the observation itself, on every request.
+        self._children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+
     def observe(self, endpoint: str, verdict: str, seconds: float) -> None:
-        self.requests.labels(endpoint, verdict).inc()
-        self.latency.labels(endpoint, verdict).observe(seconds)
+        children = self._children.get((endpoint, verdict))
+        if children is None:
+            children = (self.requests.labels(endpoint, verdict), self.latency.labels(endpoint, verdict))
+            self._children[(endpoint, verdict)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition format and its content type."""

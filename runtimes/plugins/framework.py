@@ -48,6 +48,7 @@ class PodSetInfo:
 class RuntimeInfo:
     trainjob_name: str
     namespace: str | None
+    # The runtime's own policies, shared with the runtime object: read them, never change them.
     ml_policy: MLPolicy
     pod_group_policy: PodGroupPolicy | None
     jobset_labels: dict[str, str]
@@ -61,6 +62,9 @@ class RuntimeInfo:
     # The runtime as written, before the TrainJob's patches: what validation checks names against.
     runtime_name: str = ""
     runtime_spec: dict[str, Any] = field(default_factory=dict)
+    # False when the render is read only for its JobSet (admission): builders then generate no
+    # keys and emit no Secret holding them.
+    key_material: bool = True
 
     def runtime_containers(self, job_name: str, *, init: bool = False) -> list[str] | None:
         """Container names of a replicated job of the unpatched runtime; None if no such job."""

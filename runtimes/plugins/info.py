@@ -7,7 +7,6 @@ set, and ``trainer.resourcesPerNode`` is merged into the ``node`` container of t
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from runtimes.api.trainer import (
@@ -61,7 +60,8 @@ def _labelled_trainer(jobs: list[dict[str, Any]]) -> bool:
 
 def merged_template(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> dict[str, Any]:
     """The runtime's JobSet template (``{metadata, spec}``) with the TrainJob's patches applied."""
-    template: dict[str, Any] = copy.deepcopy(runtime.spec.template.to_dict())
+    # to_dict builds new containers, so the runtime object is never touched by the merge.
+    template: dict[str, Any] = runtime.spec.template.to_dict()
     template.setdefault("metadata", {})
     template.setdefault("spec", {})
     existing = {job.get("name") for job in template["spec"].get("replicatedJobs") or []}
@@ -85,7 +85,9 @@ def build_runtime_info(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> Runti
     template = merged_template(trainjob, runtime)
     metadata = template.get("metadata") or {}
     jobset_spec: dict[str, Any] = template.get("spec") or {}
-    ml_policy = runtime.spec.ml_policy.model_copy(deep=True) if runtime.spec.ml_policy is not None else MLPolicy()
+    # Shared with the runtime, not copied: plugins read the policy, the counts they resolve go
+    # into the pod sets and ``info.resolved``.
+    ml_policy = runtime.spec.ml_policy if runtime.spec.ml_policy is not None else MLPolicy()
     labels = {**(metadata.get("labels") or {}), **(trainjob.spec.labels or {})}
     annotations = {**(metadata.get("annotations") or {}), **(trainjob.spec.annotations or {})}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from runtimes.plugins.coscheduling import CoschedulingPlugin
 from runtimes.plugins.jobset import JobSetPlugin
 from runtimes.plugins.mpi import MPIPlugin
+from runtimes.plugins.pipeline import RuntimePipeline, pipeline_for
 from runtimes.plugins.plainml import PlainMLPlugin
 from runtimes.plugins.registry import PluginRegistry
 from runtimes.plugins.torch import TorchPlugin
@@ -20,3 +21,12 @@ def in_tree_registry() -> PluginRegistry:
     # The JobSet builder goes last: it packages what the policies above put in the RuntimeInfo.
     registry.register("jobset", JobSetPlugin)
     return registry
+
+
+# Never handed out, so nobody can register into it: the pipeline used when no registry is given.
+_IN_TREE = in_tree_registry()
+
+
+def pipeline_of(registry: PluginRegistry | None) -> RuntimePipeline:
+    """The pipeline for ``registry``, or the in-tree plugins' when it is None (built once each)."""
+    return pipeline_for(registry if registry is not None else _IN_TREE)

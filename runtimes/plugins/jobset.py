@@ -9,7 +9,6 @@ podFailurePolicy) comes from the runtime unchanged.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from runtimes.api.jobset import JOBSET_API_VERSION, JOBSET_KIND
@@ -75,7 +74,8 @@ class JobSetPlugin:
                 set_metadata_entries(pod_template, "labels", info.pod_labels)
                 set_metadata_entries(pod_template, "annotations", info.pod_annotations)
 
-        spec = copy.deepcopy(info.jobset_spec)
+        # The RuntimeInfo is thrown away after the render, so its template becomes the JobSet spec.
+        spec = info.jobset_spec
         if trainjob.spec.suspend is not None:
             spec["suspend"] = trainjob.spec.suspend
         metadata: dict[str, Any] = {"name": info.trainjob_name}

@@ -199,24 +199,15 @@ class MPIPlugin:
         mpi = info.ml_policy.mpi
         if mpi is None:
             return []
-        keys = self._key_factory()
         metadata_base: dict[str, Any] = {}
         if info.namespace:
             metadata_base["namespace"] = info.namespace
         owners = owner_references(trainjob)
         if owners:
             metadata_base["ownerReferences"] = owners
-        secret = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": f"{info.trainjob_name}{SSH_AUTH_SECRET_SUFFIX}", **metadata_base},
-            "type": "kubernetes.io/ssh-auth",
-            "immutable": True,
-            "data": {
-                SSH_PRIVATE_KEY: base64.b64encode(keys.private_pem).decode(),
-                SSH_PUBLIC_KEY: base64.b64encode(keys.public_openssh).decode(),
-            },
-        }
+        objects: list[dict[str, Any]] = []
+        if info.key_material:
+            objects.append(self._ssh_auth_secret(info, metadata_base))
         slots = int(info.resolved.get("mpiSlots", mpi.effective_num_proc_per_node))
         lines: list[str] = []
         for pod_set in info.pod_sets:
@@ -228,4 +219,18 @@ class MPIPlugin:
             "metadata": {"name": f"{info.trainjob_name}{HOSTFILE_CONFIG_MAP_SUFFIX}", **metadata_base},
             "data": {HOSTFILE_NAME: "".join(lines)},
         }
-        return [secret, config_map]
+        return [*objects, config_map]
+
+    def _ssh_auth_secret(self, info: RuntimeInfo, metadata_base: dict[str, Any]) -> dict[str, Any]:
+        keys = self._key_factory()
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": f"{info.trainjob_name}{SSH_AUTH_SECRET_SUFFIX}", **metadata_base},
+            "type": "kubernetes.io/ssh-auth",
+            "immutable": True,
+            "data": {
+                SSH_PRIVATE_KEY: base64.b64encode(keys.private_pem).decode(),
+                SSH_PUBLIC_KEY: base64.b64encode(keys.public_openssh).decode(),
+            },
+        }

@@ -1,7 +1,16 @@
-"""Runs the registered plugins phase by phase (Trainer's framework runner)."""
+"""Runs the registered plugins phase by phase (Trainer's framework runner).
+
+As in Trainer, where the framework instantiates its plugins once at start-up, a pipeline is built
+once per registry (``pipeline_for``) and reused for every TrainJob: plugins keep no per-render
+state, everything about one render lives in its ``RuntimeInfo``. Sorting plugins into extension
+points costs far more than a validation (protocol ``isinstance`` checks), so it is never done per
+TrainJob.
+"""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 from runtimes.api.trainer import TrainJob
@@ -46,3 +55,18 @@ class RuntimePipeline:
         for builder in self.builders:
             objects.extend(builder.build(info, trainjob))
         return objects
+
+
+_pipelines: weakref.WeakKeyDictionary[PluginRegistry, tuple[int, RuntimePipeline]] = weakref.WeakKeyDictionary()
+_pipelines_lock = threading.Lock()
+
+
+def pipeline_for(registry: PluginRegistry) -> RuntimePipeline:
+    """The pipeline of ``registry``, built once and rebuilt only after the registry changes."""
+    with _pipelines_lock:
+        cached = _pipelines.get(registry)
+        if cached is not None and cached[0] == registry.generation:
+            return cached[1]
+        pipeline = RuntimePipeline(registry)
+        _pipelines[registry] = (registry.generation, pipeline)
+        return pipeline

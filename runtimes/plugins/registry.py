@@ -20,6 +20,8 @@ PluginFactory = Callable[[], Plugin]
 class PluginRegistry:
     def __init__(self) -> None:
         self._factories: dict[str, PluginFactory] = {}
+        # Bumped on every change, so a pipeline built from this registry knows when it is stale.
+        self.generation = 0
 
     def register(self, name: str, factory: PluginFactory, *, before: str | None = None) -> None:
         """Add a plugin; ``before`` names a registered plugin it must run ahead of."""
@@ -27,6 +29,7 @@ class PluginRegistry:
             raise ValueError(f"a runtime plugin named {name!r} is already registered")
         if before is None:
             self._factories[name] = factory
+            self.generation += 1
             return
         if before not in self._factories:
             raise ValueError(
@@ -38,9 +41,11 @@ class PluginRegistry:
                 reordered[name] = factory
             reordered[existing] = existing_factory
         self._factories = reordered
+        self.generation += 1
 
     def unregister(self, name: str) -> None:
-        self._factories.pop(name, None)
+        if self._factories.pop(name, None) is not None:
+            self.generation += 1
 
     def names(self) -> list[str]:
         return list(self._factories)

@@ -65,8 +65,10 @@ async def test_explicit_queue_is_kept_and_suspended(webhook: Webhook) -> None:
 
 
 async def test_namespace_without_default_queue_is_not_queued(webhook: Webhook) -> None:
-    job = trainjob(namespace="team-b", kind="ClusterTrainingRuntime")
+    # As the API server sends it: Trainer's CRD defaults (apiGroup, suspend, managedBy) applied.
+    job = trainjob(namespace="team-b", kind="ClusterTrainingRuntime", suspend=False)
     job["spec"]["runtimeRef"]["apiGroup"] = "trainer.kubeflow.org"
+    job["spec"]["managedBy"] = "trainer.kubeflow.org/trainjob-controller"
     response = await webhook.admit("/mutate/trainjobs", review(job))
     assert response["allowed"] is True
     assert "patch" not in response  # nothing to change: no queue, so no suspend either

@@ -1,9 +1,15 @@
 """`trainyard bench webhook`: admission throughput and latency over loopback HTTPS.
 
 The server (self-signed TLS, the test fixture objects) runs in its own process pinned to one
-core where the OS allows; this process generates load with an aiohttp client over keep-alive
-TLS connections: a mix of valid and invalid TrainJob reviews on /validate/trainjobs and
-/mutate/trainjobs. Latency is measured client-side per request, so it includes TLS and HTTP.
+core where the OS allows; this process generates load from another core with an aiohttp client
+over keep-alive TLS connections: a mix of valid and invalid TrainJob reviews on
+/validate/trainjobs and /mutate/trainjobs. Latency is measured client-side per request, so it
+includes TLS and HTTP.
+
+``rps`` is wall-clock throughput, which on a busy machine also measures how much of its core the
+server got. ``server_cpu_ms_per_request`` is the CPU time the server process spent per measured
+request (read from /proc, Linux only), so ``1000 / server_cpu_ms_per_request`` is what one whole
+core would sustain; compare the two to tell a slow server from a crowded machine.
 """
 
 from __future__ import annotations
@@ -28,6 +34,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--objects", type=Path, default=FIXTURE_OBJECTS, help="objects the server caches")
 
 
+def _pin(*, first: bool) -> None:
+    """The server on the first allowed core, the load generator on the last (when there are two)."""
+    if hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[0] if first else cores[-1]})
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` so far, from /proc (None where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _serve(objects: str, pipe: Connection) -> None:
     import asyncio
     import signal
@@ -37,8 +59,7 @@ def _serve(objects: str, pipe: Connection) -> None:
     from webhooks.server import WebhookServer
     from webhooks.tls import self_signed, server_context
 
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core, as the target says
+    _pin(first=True)  # one core, as the target says
 
     async def main() -> None:
         cache = ObjectCache()
@@ -109,7 +130,9 @@ def _body(obj: dict[str, Any]) -> bytes:
     ).encode()
 
 
-async def _load(port: int, ca_pem: bytes, requests: int, concurrency: int, warmup: int) -> dict[str, Any]:
+async def _load(
+    port: int, ca_pem: bytes, requests: int, concurrency: int, warmup: int, server_pid: int | None = None
+) -> dict[str, Any]:
     import asyncio
 
     import aiohttp
@@ -146,20 +169,25 @@ async def _load(port: int, ca_pem: bytes, requests: int, concurrency: int, warmu
         while len(latencies) == 0 and not all(task.done() for task in tasks):
             await asyncio.sleep(0.001)
         began = time.perf_counter()
+        cpu_began = _cpu_seconds(server_pid) if server_pid is not None else None
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - began
+        cpu_ended = _cpu_seconds(server_pid) if server_pid is not None else None
     latencies.sort()
 
     def percentile(q: float) -> float:
         return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000, 3) if latencies else 0.0
 
-    return {
+    result: dict[str, Any] = {
         "requests": len(latencies),
         "rps": round(len(latencies) / elapsed, 1) if elapsed > 0 else 0.0,
         "p50_ms": percentile(0.50),
         "p99_ms": percentile(0.99),
         "errors": errors,
     }
+    if cpu_began is not None and cpu_ended is not None and latencies:
+        result["server_cpu_ms_per_request"] = round((cpu_ended - cpu_began) * 1000 / len(latencies), 3)
+    return result
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -178,7 +206,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not parent.poll(60):
             raise UserError("the webhook server process did not start within 60s")
         port, ca_pem = parent.recv()
-        return asyncio.run(_load(port, ca_pem, args.requests, args.concurrency, args.warmup))
+        _pin(first=False)
+        return asyncio.run(_load(port, ca_pem, args.requests, args.concurrency, args.warmup, server.pid))
     finally:
         if server.pid is not None and server.is_alive():
             os.kill(server.pid, signal.SIGTERM)
