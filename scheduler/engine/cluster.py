@@ -92,6 +92,9 @@ class ClusterModel:
         self.namespaces: dict[str, dict[str, str]] = {}
         self.cluster_queues: dict[str, ClusterQueueInfo] = {}
         self.cohorts: dict[str, QuotaNode] = {}
+        # stopPolicy HoldAndDrain: their admitted workloads are evicted at the next cycle
+        self.draining_cluster_queues: list[str] = []
+        self.draining_local_queues: set[str] = set()  # "namespace/name"
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)
@@ -149,6 +152,8 @@ class ClusterModel:
             recompute_subtree_quotas(root)
             recompute_cohort_usage(root)
         self.cluster_queues = infos
+        self.draining_cluster_queues = [n for n, i in infos.items() if i.spec.spec.stop_policy == "HoldAndDrain"]
+        self.draining_local_queues = {k for k, q in self.local_queues.items() if q.spec.stop_policy == "HoldAndDrain"}
 
     def roots(self, infos: dict[str, ClusterQueueInfo] | None = None) -> list[QuotaNode]:
         seen: dict[int, QuotaNode] = {}

@@ -14,13 +14,18 @@ from typing import TYPE_CHECKING
 from scheduler.engine.fairsharing import dominant_resource_share
 from scheduler.engine.flavors import Assignment, Mode, assign_flavors
 from scheduler.engine.preemption import Victim, find_victims, simulate_removal, undo_removal
-from scheduler.engine.results import AdmittedWorkload, CycleResult, PreemptedWorkload
+from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload, PreemptedWorkload
 from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo
 
 if TYPE_CHECKING:
     from scheduler.engine.cluster import ClusterQueueInfo
     from scheduler.engine.engine import AdmissionEngine
     from scheduler.engine.quota import FlavorResource
+
+
+# Evicted condition reasons Kueue records when a stopped queue drains its workloads.
+CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
 
 
 @dataclass(slots=True)
@@ -38,12 +43,16 @@ class AdmissionCycle:
         self.result = result
         self._changes = 0  # admissions and evictions so far in this cycle
         self._round_start = 0  # ... when the current round's heads were nominated
+        self._drained = False  # stopped queues were drained at the start of this cycle
 
     # ------------------------------------------------------------------------------ rounds
 
     def run_round(self) -> bool:
         """Process one head per ClusterQueue. False when no ClusterQueue had a head."""
         engine = self.engine
+        if not self._drained:
+            self._drained = True
+            self._drain_stopped_queues()
         entries: list[_Entry] = []
         found_head = False
         for cq in engine.model.cluster_queues.values():
@@ -71,6 +80,33 @@ class AdmissionCycle:
         for entry in entries:
             self._process(entry)
         return True
+
+    def _drain_stopped_queues(self) -> None:
+        """stopPolicy HoldAndDrain: evict what the queue has admitted, as Kueue's workload
+        controller does (Evicted reason ClusterQueueStopped / LocalQueueStopped). The workloads
+        release their quota and wait, pending, until the queue is started again."""
+        model = self.engine.model
+        if not model.draining_cluster_queues and not model.draining_local_queues:
+            return
+        drained: list[tuple[WorkloadInfo, str, str]] = []
+        for name in model.draining_cluster_queues:
+            drained.extend(
+                (w, CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped")
+                for w in model.cluster_queues[name].admitted.values()
+            )
+        if model.draining_local_queues:
+            seen = {w.key for w, _, _ in drained}
+            for cq in model.cluster_queues.values():
+                drained.extend(
+                    (w, LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped")
+                    for w in cq.admitted.values()
+                    if w.key not in seen and f"{w.namespace}/{w.local_queue}" in model.draining_local_queues
+                )
+        for workload, reason, message in drained:
+            self.engine.requeue(workload, reason, message, self.now)
+            self.result.evicted.append(EvictedWorkload(workload.key, reason, message, self.now))
+            self.result.pending[workload.key] = message
+            self._changes += 1
 
     @staticmethod
     def _fifo(workload: WorkloadInfo) -> tuple[int, float, int]:

@@ -32,7 +32,9 @@ class EvictedWorkload:
     key: str
     reason: str  # PodsReadyTimeout | NodeFailures | ClusterQueueStopped | ...
     message: str
-    requeue_at: float | None  # None: deactivated, will not come back by itself
+    # when it is back in its queue (a stopped queue holds it until started); None: deactivated,
+    # it will not come back by itself
+    requeue_at: float | None
 
 
 @dataclass(slots=True)
