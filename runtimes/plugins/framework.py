@@ -16,6 +16,7 @@ Phases, in the order :mod:`runtimes.plugins.pipeline` runs them:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +24,7 @@ from runtimes.api.trainer import (
     ANCESTOR_TRAINER,
     LAUNCHER,
     NODE,
+    AnyTrainingRuntime,
     MLPolicy,
     PodGroupPolicy,
     TrainJob,
@@ -61,10 +63,15 @@ class RuntimeInfo:
     resolved: dict[str, Any] = field(default_factory=dict)
     # The runtime as written, before the TrainJob's patches: what validation checks names against.
     runtime_name: str = ""
-    runtime_spec: dict[str, Any] = field(default_factory=dict)
+    runtime: AnyTrainingRuntime | None = None
     # False when the render is read only for its JobSet (admission): builders then generate no
     # keys and emit no Secret holding them.
     key_material: bool = True
+
+    @functools.cached_property
+    def runtime_spec(self) -> dict[str, Any]:
+        """The runtime's spec as a dict, dumped only for the checks that read it (most renders don't)."""
+        return self.runtime.spec.to_dict() if self.runtime is not None else {}
 
     def runtime_containers(self, job_name: str, *, init: bool = False) -> list[str] | None:
         """Container names of a replicated job of the unpatched runtime; None if no such job."""

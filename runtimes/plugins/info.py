@@ -117,7 +117,7 @@ def build_runtime_info(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> Runti
         jobset_spec=jobset_spec,
         pod_sets=pod_sets,
         runtime_name=runtime.metadata.name,
-        runtime_spec=runtime.spec.to_dict(),
+        runtime=runtime,
     )
     trainer = trainjob.spec.trainer
     if trainer is not None and trainer.resources_per_node is not None:
