@@ -10,6 +10,7 @@ would refuse later. The webhook and ``render_trainjob`` both call them.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from runtimes.api.trainer import (
     CLUSTER_TRAINING_RUNTIME_KIND,
@@ -248,6 +249,53 @@ def validate_trainjob_update(trainjob: TrainJob, old: TrainJob) -> list[FieldErr
     if managed_by != old_managed_by:
         errors.append(FieldError("spec.managedBy", f"field is immutable: was {old_managed_by!r}, got {managed_by!r}"))
     errors.extend(_suspended_only_changes(trainjob, old))
+    errors.extend(_fixed_pod_patch_fields(trainjob, old))
+    return errors
+
+
+# PodSpecPatch fields with a ``self == oldSelf`` rule: once a manager patched them for a replicated
+# job they stay; nodeSelector, affinity, tolerations and schedulingGates (what Kueue sets) may change.
+FIXED_POD_PATCH_FIELDS = (
+    "serviceAccountName",
+    "volumes",
+    "initContainers",
+    "containers",
+    "imagePullSecrets",
+    "securityContext",
+    "terminationGracePeriodSeconds",
+)
+
+
+def _pod_spec_patches(trainjob: TrainJob) -> dict[tuple[str, str], tuple[int, int, dict[str, Any]]]:
+    """(manager, replicated job) -> (patch index, job index, pod spec patch) — the CEL list-map keys."""
+    found: dict[tuple[str, str], tuple[int, int, dict[str, Any]]] = {}
+    for index, patch in enumerate(trainjob.spec.runtime_patches or []):
+        template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
+        jobs = template.spec.replicated_jobs if template is not None and template.spec is not None else None
+        for job_index, job in enumerate(jobs or []):
+            pod = job.template.spec.template if job.template and job.template.spec else None
+            if pod is not None and pod.spec is not None:
+                found[(patch.manager, job.name)] = (index, job_index, pod.spec.to_dict())
+    return found
+
+
+def _fixed_pod_patch_fields(trainjob: TrainJob, old: TrainJob) -> list[FieldError]:
+    old_patches = _pod_spec_patches(old)
+    errors: list[FieldError] = []
+    for key, (index, job_index, pod_spec) in _pod_spec_patches(trainjob).items():
+        if key not in old_patches:
+            continue
+        old_pod_spec = old_patches[key][2]
+        for name in FIXED_POD_PATCH_FIELDS:
+            if name in pod_spec and name in old_pod_spec and pod_spec[name] != old_pod_spec[name]:
+                errors.append(
+                    FieldError(
+                        f"spec.runtimePatches[{index}].trainingRuntimeSpec.template.spec.replicatedJobs"
+                        f"[{job_index}].template.spec.template.spec.{name}",
+                        f"field is immutable once manager {key[0]!r} set it for replicated job {key[1]!r} "
+                        "(only nodeSelector, affinity, tolerations and schedulingGates may change)",
+                    )
+                )
     return errors
 
 

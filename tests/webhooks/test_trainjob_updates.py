@@ -66,6 +66,13 @@ def with_node_selector(job: dict[str, Any], selector: dict[str, str], *, time: s
     return job
 
 
+def with_service_account(job: dict[str, Any], account: str) -> dict[str, Any]:
+    job = copy.deepcopy(job)
+    pod_spec = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+    pod_spec["template"]["spec"]["template"]["spec"]["serviceAccountName"] = account
+    return job
+
+
 def with_override(job: dict[str, Any], selector: dict[str, str]) -> dict[str, Any]:
     """Trainer v2.1's podTemplateOverrides, as Kueue wrote them against v2.1."""
     job = copy.deepcopy(job)
@@ -147,6 +154,14 @@ DENIED = [
         "spec.podTemplateOverrides: PodTemplateOverrides can only be modified when the TrainJob is suspended",
         id="pod-template-overrides-changed-while-running",
     ),
+    pytest.param(
+        with_service_account(with_node_selector(queued(), {"pool": "a"}), "trainer"),
+        with_service_account(with_node_selector(queued(), {"pool": "a"}), "admin"),
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec."
+        "serviceAccountName: field is immutable once manager 'kueue.x-k8s.io/manager' set it for replicated job "
+        "'node'",
+        id="patched-service-account-changed-even-while-suspended",
+    ),
 ]
 
 
@@ -222,6 +237,11 @@ ALLOWED = [
         with_override(queued(), {"pool": "a"}),
         running(with_override(queued(), {"pool": "b"})),
         id="pod-template-overrides-changed-as-kueue-resumes",
+    ),
+    pytest.param(
+        with_node_selector(queued(), {"pool": "a"}),
+        with_service_account(with_node_selector(queued(), {"pool": "b"}), "trainer"),
+        id="patched-service-account-set-for-the-first-time-while-suspended",
     ),
 ]
 
