@@ -180,3 +180,21 @@ def test_render_without_key_material_emits_everything_but_the_ssh_secret(cache: 
 def _render_in_context(job: TrainJob, runtime: Any) -> Any:
     with without_key_material():
         return render_trainjob(job, runtime)
+
+
+async def test_a_queued_job_on_a_broken_runtime_is_denied_naming_the_runtime(
+    webhook: Webhook, cache: ObjectCache
+) -> None:
+    # The runtime went bad after it was admitted (an edit of a TrainingRuntime is not re-validated).
+    runtime = cache.get("TrainingRuntime", "torch-rack", "team-a")
+    assert runtime is not None
+    runtime.spec.template.spec.replicated_jobs[0].replicas = 2
+    cache.version += 1
+    job = trainjob(runtime="torch-rack", kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
+    job["spec"]["trainer"] = {"numNodes": 2}
+    response = await webhook.admit("/validate/trainjobs", review(job))
+    assert response["allowed"] is False
+    assert response["status"]["reason"] == "Invalid"  # named, not an InternalError from a render that raised
+    message = response["status"]["message"]
+    assert "spec.runtimeRef: TrainingRuntime 'torch-rack' is invalid (spec.template.spec.replicatedJobs[0]" in message
+    assert "fix the runtime or reference another one" in message
