@@ -186,7 +186,7 @@ async def test_a_queued_job_on_a_broken_runtime_is_denied_naming_the_runtime(
     webhook: Webhook, cache: ObjectCache
 ) -> None:
     # The runtime went bad after it was admitted (an edit of a TrainingRuntime is not re-validated).
-    runtime = cache.get("TrainingRuntime", "torch-rack", "team-a")
+    runtime = cache.runtime("TrainingRuntime", "torch-rack", "team-a")
     assert runtime is not None
     runtime.spec.template.spec.replicated_jobs[0].replicas = 2
     cache.version += 1
