@@ -43,8 +43,11 @@ class FitVerdict:
     never_fits: str | None = None
 
 
-def check_fit(cache: ObjectCache, trainjob: TrainJob, runtime: AnyTrainingRuntime) -> FitVerdict:
-    """Render ``trainjob`` once (validating it), then ask Kueue's TAS rules and the engine."""
+def check_fit(
+    cache: ObjectCache, trainjob: TrainJob, runtime: AnyTrainingRuntime, *, ask_engine: bool = True
+) -> FitVerdict:
+    """Render ``trainjob`` once (validating it), then ask Kueue's TAS rules and, if ``ask_engine``
+    (the job has no other error), the engine."""
     try:
         with without_key_material():
             workload = workload_for_trainjob(trainjob, runtime)
@@ -62,7 +65,7 @@ def check_fit(cache: ObjectCache, trainjob: TrainJob, runtime: AnyTrainingRuntim
             ]
         )
     problems = validate_pod_sets_topology(workload.spec.pod_sets)
-    if problems:
+    if problems or not ask_engine:
         return FitVerdict(errors=problems)
     engine = cache.derived("admission-engine", build_engine)
     return FitVerdict(never_fits=engine.never_fits_reason(workload))

@@ -120,7 +120,7 @@ def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
     never_fits = None
     if judge_fit and runtime is not None:
         # Rendering the pod sets runs every TrainJob rule too: one pass over the runtime per review.
-        fit = check_fit(cache, trainjob, runtime)
+        fit = check_fit(cache, trainjob, runtime, ask_engine=not errors)
         errors += fit.errors
         never_fits = fit.never_fits
     else:
