@@ -6,9 +6,12 @@ Trainer's CRD defaults, and ``runtimePatches[].time``; on UPDATE only the patch 
 is the diff.
 
 Validation asks, in order from cheap to costly: Kueue's job label rules
-(``scheduler.api.job_validation``), Trainer's TrainJob rules with its runtime
+(``scheduler.api.job_validation``), on UPDATE Trainer's immutability rules
+(``runtimes.validation.validate_trainjob_update``), Trainer's TrainJob rules with its runtime
 (``runtimes.validation``), then — for a queued job — Kueue's TAS annotation rules on the
-rendered pod sets and the engine's "can ever fit" answer (``webhooks.fit``).
+rendered pod sets and the engine's "can ever fit" answer (``webhooks.fit``). A queued job is
+rendered once, and that render runs Trainer's rules: each review merges the runtime's template
+and runs the plugin checks once, and the TrainJob is parsed once.
 """
 
 from __future__ import annotations
