@@ -337,14 +337,45 @@ def _fair_sharing_victims(
     return None
 
 
+def _almost_lowest_common_ancestors(preemptor: QuotaNode, target: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
+    """The children of the lowest common ancestor on the preemptor's and the target's paths.
+
+    Kueue (fairsharing/least_common_ancestor.go) compares the shares of these two subtrees, so
+    ClusterQueues at different depths of a cohort tree are weighed at the level where they meet.
+    """
+    target_path = [target, *target.ancestors()]
+    on_target_path = {id(node): index for index, node in enumerate(target_path)}
+    below = preemptor
+    node: QuotaNode | None = preemptor
+    while node is not None and id(node) not in on_target_path:
+        below = node
+        node = node.parent
+    if node is None or node is preemptor:  # separate trees, or nested (cannot happen for two leaves)
+        return preemptor, target
+    index = on_target_path[id(node)]
+    return below, target_path[index - 1] if index > 0 else target
+
+
 def _fair_share_allows(node: QuotaNode, usage: dict[FlavorResource, int], candidate: _Candidate, strict: bool) -> bool:
-    """Kueue's fair-sharing preemption strategies for a candidate in another ClusterQueue."""
-    preemptor_share = dominant_resource_share(node, usage)
-    target = candidate.cluster_queue.node
-    if strict:  # LessThanInitialShare
-        return preemptor_share < dominant_resource_share(target, {})
-    _remove(candidate.cluster_queue, candidate.workload)  # LessThanOrEqualToFinalShare
+    """Kueue's fair-sharing preemption strategies for a candidate in another ClusterQueue.
+
+    Shares are those of the preemptor's and the target's almost-lowest-common-ancestors, with the
+    preemptor's usage simulated in: LessThanOrEqualToFinalShare preempts when the preemptor's new
+    share is at most the target's share after losing the candidate; LessThanInitialShare when it
+    is below the target's share before.
+    """
+    preemptor_side, target_side = _almost_lowest_common_ancestors(node, candidate.cluster_queue.node)
+    for fr, amount in usage.items():
+        node.add_usage(fr, amount)
     try:
-        return preemptor_share <= dominant_resource_share(target, {})
+        preemptor_share = dominant_resource_share(preemptor_side, {})
+        if strict:  # LessThanInitialShare
+            return preemptor_share < dominant_resource_share(target_side, {})
+        _remove(candidate.cluster_queue, candidate.workload)  # LessThanOrEqualToFinalShare
+        try:
+            return preemptor_share <= dominant_resource_share(target_side, {})
+        finally:
+            _restore(candidate.cluster_queue, candidate.workload)
     finally:
-        _restore(candidate.cluster_queue, candidate.workload)
+        for fr, amount in usage.items():
+            node.remove_usage(fr, amount)
