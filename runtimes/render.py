@@ -7,15 +7,11 @@ engine's placement, if any, into the JobSet.
 
 Key material (the MPI SSH key pair) is generated only for a render whose Secrets will be created.
 A caller that renders only to read the JobSet — the admission webhook deriving a TrainJob's pod
-sets — asks for no key material, with ``key_material=False`` or, through a caller it cannot pass
-arguments to (``scheduler.trainjob.workload_for_trainjob``), inside ``without_key_material()``.
+sets through ``scheduler.trainjob.workload_for_trainjob`` — asks for none with ``key_material=False``.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,19 +40,6 @@ class RenderedTrainJob:
         return [*rendered, *self.secrets, *self.config_maps]
 
 
-_KEY_MATERIAL: ContextVar[bool] = ContextVar("trainyard_render_key_material", default=True)
-
-
-@contextlib.contextmanager
-def without_key_material() -> Iterator[None]:
-    """Renders inside this block generate no key material and emit no Secret carrying it."""
-    token = _KEY_MATERIAL.set(False)
-    try:
-        yield
-    finally:
-        _KEY_MATERIAL.reset(token)
-
-
 def render_trainjob(
     trainjob: TrainJob,
     runtime: AnyTrainingRuntime,
@@ -67,7 +50,7 @@ def render_trainjob(
 ) -> RenderedTrainJob:
     """Render ``trainjob`` with ``runtime``; raises :class:`RenderError` naming every bad field.
 
-    ``key_material=False`` (or a surrounding ``without_key_material()``) renders everything but
+    ``key_material=False`` renders everything but
     the Secrets of generated keys: for callers that read only the JobSet and PodGroup.
     """
     runtime_problems = validate_runtime(runtime)
@@ -77,7 +60,7 @@ def render_trainjob(
     if problems or info is None:
         raise RenderError(f"TrainJob {trainjob.metadata.name!r}", problems)
 
-    info.key_material = key_material and _KEY_MATERIAL.get()
+    info.key_material = key_material
     objects = pipeline_of(registry).build(info, trainjob)
 
     jobset_dict: dict[str, Any] | None = None

@@ -24,7 +24,8 @@ def workload_for_trainjob(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> Wo
 
     Raises ``runtimes.errors.RenderError`` when the TrainJob cannot be rendered with ``runtime``.
     """
-    rendered = render_trainjob(trainjob, runtime)
+    # Only the pod sets are read: no SSH key pair for an MPI job, no Secret.
+    rendered = render_trainjob(trainjob, runtime, key_material=False)
     labels = trainjob.metadata.labels
     spec: dict[str, object] = {"podSets": workload_pod_sets(rendered)}
     queue = labels.get(QUEUE_NAME_LABEL)

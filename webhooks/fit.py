@@ -7,8 +7,8 @@ admission engine says whether it could ever be admitted (quota reachable through
 cohort, a topology domain at the required level large enough on an empty cluster). The engine is
 built from the object cache once per cache version.
 
-The render is for reading pod sets only, so it runs ``without_key_material()``: no SSH key pair
-is generated for an MPI TrainJob at admission.
+That render reads pod sets only, so it generates no key material: no SSH key pair is made for an
+MPI TrainJob at admission.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
 from runtimes.errors import FieldError, RenderError
-from runtimes.render import without_key_material
 from scheduler.api.job_validation import validate_pod_sets_topology
 from scheduler.engine import AdmissionEngine, EngineConfig
 from scheduler.trainjob import workload_for_trainjob
@@ -49,8 +48,7 @@ def check_fit(
     """Render ``trainjob`` once (validating it), then ask Kueue's TAS rules and, if ``ask_engine``
     (the job has no other error), the engine."""
     try:
-        with without_key_material():
-            workload = workload_for_trainjob(trainjob, runtime)
+        workload = workload_for_trainjob(trainjob, runtime)
     except RenderError as error:
         if error.subject.startswith("TrainJob"):
             return FitVerdict(errors=error.errors)

@@ -17,7 +17,7 @@ from test_trainjob_webhook import QUEUE, trainjob
 from webhook_support import Webhook, apply_patch, review
 
 from runtimes.api.trainer import TrainJob
-from runtimes.render import render_trainjob, without_key_material
+from runtimes.render import render_trainjob
 from webhooks.objects import ObjectCache
 
 RUNTIMES = Path(__file__).resolve().parents[2] / "manifests" / "runtimes"
@@ -171,15 +171,10 @@ def test_render_without_key_material_emits_everything_but_the_ssh_secret(cache: 
     job = TrainJob.model_validate(trainjob(runtime="deepspeed-distributed"))
     full = render_trainjob(job, runtime)
     assert [secret["type"] for secret in full.secrets] == ["kubernetes.io/ssh-auth"]
-    for lean in (render_trainjob(job, runtime, key_material=False), _render_in_context(job, runtime)):
-        assert lean.secrets == []
-        assert lean.config_maps == full.config_maps  # the hostfile is still rendered
-        assert lean.jobset.to_dict() == full.jobset.to_dict()
-
-
-def _render_in_context(job: TrainJob, runtime: Any) -> Any:
-    with without_key_material():
-        return render_trainjob(job, runtime)
+    lean = render_trainjob(job, runtime, key_material=False)
+    assert lean.secrets == []
+    assert lean.config_maps == full.config_maps  # the hostfile is still rendered
+    assert lean.jobset.to_dict() == full.jobset.to_dict()
 
 
 async def test_a_queued_job_on_a_broken_runtime_is_denied_naming_the_runtime(
