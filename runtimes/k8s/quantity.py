@@ -7,6 +7,7 @@ convention Kueue uses (``resources.ResourceValue``), so quotas compare exactly a
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -48,6 +49,12 @@ def parse_quantity(text: str | int | float) -> Fraction:
         if not math.isfinite(text):
             raise QuantityError(f"{text!r} is not a quantity; use a finite number")
         return Fraction(str(text))
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Fraction:
+    # Clusters spell the same few quantities over and over ("8", "500m", "64Gi"): parse each once.
     match = _PATTERN.match(text.strip())
     if match is None:
         raise QuantityError(
