@@ -9,7 +9,6 @@ scheduler's Kueue models; ``scheduler.api.kueue.PodSet.model_validate`` reads th
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
@@ -27,7 +26,7 @@ _GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 def workload_pod_sets(rendered: RenderedTrainJob) -> list[dict[str, Any]]:
     pod_sets: list[dict[str, Any]] = []
     for job in rendered.jobset.spec.replicated_jobs:
-        template = copy.deepcopy(job.template.spec.template.to_dict())
+        template = job.template.spec.template.to_dict()  # a fresh dict: to_dict shares nothing
         pod_set: dict[str, Any] = {
             "name": job.name.lower(),
             "template": template,
