@@ -183,7 +183,8 @@ class EngineDriver:
         self.engine.pods_ready(key, now)
 
     def finish(self, key: str, now: float) -> None:
-        self.engine.finish(key, now)
+        # the TrainJob is done and its Workload deleted: the engine drops it from its tables
+        self.engine.forget(key, now)
 
     def evict(self, key: str, reason: str, now: float) -> Removed | None:
         evicted = self.engine.evict(key, reason, now)

@@ -26,7 +26,14 @@ from scheduler.engine.config import EngineConfig
 from scheduler.engine.cycle import AdmissionCycle
 from scheduler.engine.placement import PlacementBook
 from scheduler.engine.results import CycleResult, EvictedWorkload
-from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo, WorkloadState, workload_info
+from scheduler.engine.workloads import (
+    Admission,
+    PodSetAssignment,
+    PodSetInfoCache,
+    WorkloadInfo,
+    WorkloadState,
+    workload_info,
+)
 
 
 def parse_timestamp(text: str | None) -> float | None:
@@ -50,6 +57,7 @@ class AdmissionEngine:
         self._sequence = itertools.count()
         self._timers: list[tuple[float, int, str, str]] = []  # (when, seq, kind, key)
         self._unrouted: dict[str, WorkloadInfo] = {}  # waiting for their LocalQueue/ClusterQueue
+        self._pod_set_infos = PodSetInfoCache()
         self._dirty = False
 
     # ------------------------------------------------------------------------------ objects
@@ -133,6 +141,7 @@ class AdmissionEngine:
             priority=self.priority_of(workload),
             created=now if created is None else created,
             sequence=next(self._sequence),
+            cache=self._pod_set_infos,
         )
         previous = self.workloads.get(info.key)
         if previous is not None and previous.state is WorkloadState.ADMITTED:
@@ -224,6 +233,16 @@ class AdmissionEngine:
         self._unrouted.pop(key, None)
         workload.state = WorkloadState.FINISHED
         workload.reason = "finished"
+
+    def forget(self, key: str, now: float) -> None:
+        """The Workload object was deleted: finish it and drop it from every table.
+
+        ``finish`` keeps the record so reports can show it as Finished; a long simulation
+        forgets each job as it completes so the engine's tables hold only live workloads.
+        Queue heaps and timers drop their stale entries lazily (they check the state).
+        """
+        self.finish(key, now)
+        self.workloads.pop(key, None)
 
     def evict(self, key: str, reason: str, now: float, *, message: str = "") -> EvictedWorkload | None:
         """Evict an admitted workload (node failure, stop policy...) and requeue it with backoff."""

@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
     from scheduler.engine.flavors import Assignment
     from scheduler.engine.workloads import Admission, WorkloadInfo
-    from scheduler.topology import GangPlacement, TopologyPlacer
+    from scheduler.topology import GangPlacement, PlacementFailure, PodSetRequest, TopologyPlacer
+
+
+_REQUEST_CACHE_LIMIT = 4096
 
 
 class PlacementBook:
@@ -26,19 +29,28 @@ class PlacementBook:
         self._placers: dict[str, TopologyPlacer] = {}
         self._stale = True
         self._reserved: dict[int, tuple[str, GangPlacement]] = {}  # id(placement) -> (flavor, placement)
+        # (id(template), pod set, count) -> (template, request): reading a template parses its
+        # quantities and annotations; workloads copied from one template share the result. The
+        # entry keeps the template alive, so its id cannot be reused while cached.
+        self._request_cache: dict[tuple[int, str, int], tuple[object, PodSetRequest]] = {}
+        # (flavor, ids of cached requests) -> placement on the empty flavor, until nodes change
+        self._empty_outcomes: dict[tuple[str, tuple[int, ...]], GangPlacement | PlacementFailure] = {}
 
     # ------------------------------------------------------------------------------ lifecycle
 
     def invalidate(self) -> None:
         self._stale = True
+        self._empty_outcomes.clear()
 
     def node_changed(self, node: Node) -> None:
+        self._empty_outcomes.clear()
         if self._stale:
             return
         for placer in self._placers.values():
             placer.update_node(node)
 
     def node_removed(self, name: str) -> None:
+        self._empty_outcomes.clear()
         if self._stale:
             return
         for placer in self._placers.values():
@@ -88,11 +100,19 @@ class PlacementBook:
         from scheduler.topology import GangPlacement
 
         placements: dict[str, Any] = {}
-        for flavor_name, request in requests.items():
+        for flavor_name, (key, request) in requests.items():
             placer = self._placer(flavor_name)
             if placer is None:
                 return None, f"Topology of ResourceFlavor {flavor_name} is not known"
-            outcome = placer.place(request, simulate_empty=simulate_empty)
+            if simulate_empty:
+                # The empty cluster changes only with the nodes: every head that waits on quota
+                # asks this again, so the answer is kept until a node, flavor or topology changes.
+                outcome = self._empty_outcomes.get((flavor_name, key))
+                if outcome is None:
+                    outcome = placer.place(request, simulate_empty=True)
+                    self._empty_outcomes[(flavor_name, key)] = outcome
+            else:
+                outcome = placer.place(request)
             if not isinstance(outcome, GangPlacement):
                 return None, f"no topology placement in flavor {flavor_name}: {outcome.reason}"
             placements[flavor_name] = outcome
@@ -112,18 +132,31 @@ class PlacementBook:
             for admission in released:
                 self.reserve(admission)
 
-    def _requests(self, workload: WorkloadInfo, assignment: Assignment) -> dict[str, Any]:
+    def _requests(self, workload: WorkloadInfo, assignment: Assignment) -> dict[str, tuple[tuple[int, ...], Any]]:
+        """Per TAS flavor: (ids of the cached pod set requests, the GangRequest)."""
         if not self.needs_placement(assignment):
             return {}
         from scheduler.topology import GangRequest, pod_set_request_from_template
 
-        by_flavor: dict[str, list[Any]] = {}
+        by_flavor: dict[str, list[PodSetRequest]] = {}
         for choice in assignment.pod_sets:
             flavors = {f for f in choice.flavors.values() if self.is_topology_flavor(f)}
+            if not flavors:
+                continue
+            template = choice.pod_set.template
+            key = (id(template), choice.pod_set.name, choice.count)
+            cached = self._request_cache.get(key)
+            if cached is not None and cached[0] is template:
+                request = cached[1]
+            else:
+                request = pod_set_request_from_template(choice.pod_set.name, choice.count, template)
+                if len(self._request_cache) >= _REQUEST_CACHE_LIMIT:
+                    self._request_cache.clear()
+                    self._empty_outcomes.clear()  # keyed by ids of the requests just dropped
+                self._request_cache[key] = (template, request)
             for flavor_name in sorted(flavors):
-                request = pod_set_request_from_template(choice.pod_set.name, choice.count, choice.pod_set.template)
                 by_flavor.setdefault(flavor_name, []).append(request)
-        return {flavor: GangRequest.of(*pod_sets) for flavor, pod_sets in by_flavor.items()}
+        return {flavor: (tuple(map(id, pod_sets)), GangRequest.of(*pod_sets)) for flavor, pod_sets in by_flavor.items()}
 
     # ------------------------------------------------------------------------------ bookkeeping
 

@@ -135,10 +135,57 @@ def shape_of(local_queue: str, namespace: str, priority: int, pod_sets: list[Pod
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=12).hexdigest()
 
 
-def workload_info(workload: Workload, *, priority: int, created: float, sequence: int) -> WorkloadInfo:
+class PodSetInfoCache:
+    """Converted pod sets by object identity, so copies of one Workload template convert once.
+
+    Reading requests parses every Quantity (exact fractions), which dominated a simulation's
+    per-job cost. Workloads that share pod set objects (the simulator's template copies, a
+    controller resubmitting the object it holds) reuse the conversion. Each entry keeps its
+    PodSet alive, so an id is never reused while cached; callers must not mutate a submitted
+    Workload's pod sets in place (the engine treats submitted objects as read-only).
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._pod_sets: dict[int, tuple[PodSet, PodSetInfo]] = {}
+        self._shapes: dict[tuple[object, ...], str] = {}
+
+    def pod_set_info(self, pod_set: PodSet) -> PodSetInfo:
+        cached = self._pod_sets.get(id(pod_set))
+        if cached is not None and cached[0] is pod_set:
+            return cached[1]
+        if len(self._pod_sets) >= self.limit:
+            self._pod_sets.clear()
+            self._shapes.clear()
+        info = _pod_set_info(pod_set)
+        self._pod_sets[id(pod_set)] = (pod_set, info)
+        return info
+
+    def shape_of(self, local_queue: str, namespace: str, priority: int, pod_sets: list[PodSetInfo]) -> str:
+        # PodSetInfo objects are shared through this cache, so their identity names their content
+        key = (local_queue, namespace, priority, *map(id, pod_sets))
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = shape_of(local_queue, namespace, priority, pod_sets)
+        return shape
+
+
+def workload_info(
+    workload: Workload,
+    *,
+    priority: int,
+    created: float,
+    sequence: int,
+    cache: PodSetInfoCache | None = None,
+) -> WorkloadInfo:
     namespace = workload.metadata.namespace or "default"
-    pod_sets = [_pod_set_info(pod_set) for pod_set in workload.spec.pod_sets]
     local_queue = workload.spec.queue_name or ""
+    if cache is None:
+        pod_sets = [_pod_set_info(pod_set) for pod_set in workload.spec.pod_sets]
+        shape = shape_of(local_queue, namespace, priority, pod_sets)
+    else:
+        pod_sets = [cache.pod_set_info(pod_set) for pod_set in workload.spec.pod_sets]
+        shape = cache.shape_of(local_queue, namespace, priority, pod_sets)
     return WorkloadInfo(
         key=f"{namespace}/{workload.metadata.name}",
         namespace=namespace,
@@ -149,7 +196,7 @@ def workload_info(workload: Workload, *, priority: int, created: float, sequence
         created=created,
         queue_order_time=created,
         pod_sets=pod_sets,
-        shape=shape_of(local_queue, namespace, priority, pod_sets),
+        shape=shape,
         source=workload,
         active=workload.spec.active,
         sequence=sequence,

@@ -4,7 +4,8 @@
 released. For each pod shape (per-pod requests + tolerations + node selector) the placer asks
 "how many such pods fit", per node (``slots``) and per domain at every level (``caps``). Those
 counts are cached per shape and patched on every reserve/release for just the nodes touched,
-so a placement attempt never recounts 10,000 nodes.
+so a placement attempt never recounts 10,000 nodes. The cached shapes live as rows of shared
+matrices, so one reserve or release patches every shape with a handful of numpy calls.
 
 A node that is not Ready, is cordoned, carries a NoSchedule/NoExecute taint the pod set does not
 tolerate, or does not match the pod set's node selector holds no capacity for that shape.
@@ -25,6 +26,8 @@ from scheduler.topology.graph import IntArray, NodeInfo, TopologyIndex
 BoolArray = npt.NDArray[np.bool_]
 PODS = "pods"
 _CACHED_SHAPES = 32
+_UNBOUNDED = np.int64(1) << 40  # slots of a shape that asks for nothing: bounded only by eligibility
+_NO_LIMIT = np.iinfo(np.int64).max  # a resource the shape does not ask for limits nothing
 
 EligibilityKey = tuple[tuple[tuple[str | None, ...], ...], tuple[tuple[str, str], ...]]
 
@@ -82,7 +85,19 @@ class CapacityState:
         self.free = self.alloc - self.used
         # eligibility key → (the tolerations it was built from, mask over nodes)
         self._masks: OrderedDict[EligibilityKey, tuple[tuple[Toleration, ...], BoolArray]] = OrderedDict()
-        self._counts: OrderedDict[PodShape, ShapeCounts] = OrderedDict()
+        # cached shapes: shape -> row of the matrices below (least recently used first)
+        self._counts: OrderedDict[PodShape, int] = OrderedDict()
+        rows, resources = _CACHED_SHAPES, len(self.resources)
+        self._slot_rows = np.zeros((rows, n), dtype=np.int64)
+        self._cap_rows = [np.zeros((rows, len(starts)), dtype=np.int64) for starts in index.starts[:-1]]
+        self._row_masks = np.zeros((rows, n), dtype=np.bool_)
+        self._row_eligibility: list[tuple[EligibilityKey, tuple[Toleration, ...]] | None] = [None] * rows
+        self._divisors = np.ones((rows, resources), dtype=np.int64)
+        self._unrequested = np.ones((rows, resources), dtype=np.bool_)
+        self._asks_nothing = np.zeros(rows, dtype=np.bool_)
+        self._feasible = np.zeros(rows, dtype=np.bool_)
+        self._spare_rows = list(range(rows - 1, -1, -1))
+        self._active = np.zeros(0, dtype=np.int64)
 
     def _set_node(self, i: int, info: NodeInfo) -> None:
         for res, amount in info.allocatable.items():
@@ -148,21 +163,35 @@ class CapacityState:
         return mask
 
     def counts(self, shape: PodShape, tolerations: Sequence[Toleration] = ()) -> ShapeCounts:
-        cached = self._counts.get(shape)
-        if cached is not None:
+        row = self._counts.get(shape)
+        if row is None:
+            row = self._add_row(shape, tolerations)
+        else:
             self._counts.move_to_end(shape)
-            return cached
+        slots = self._slot_rows[row]
+        return ShapeCounts(slots, [caps[row] for caps in self._cap_rows] + [slots])
+
+    def _add_row(self, shape: PodShape, tolerations: Sequence[Toleration]) -> int:
+        if not self._spare_rows:
+            _, evicted = self._counts.popitem(last=False)
+            self._row_eligibility[evicted] = None
+            self._spare_rows.append(evicted)
+        row = self._spare_rows.pop()
         mask = self.eligible(shape, tolerations)
         slots = self._slots(shape, self.free, mask)
-        caps = [
-            np.add.reduceat(slots, starts) if len(slots) else np.zeros(0, np.int64) for starts in self.index.starts[:-1]
-        ]
-        caps.append(slots)
-        result = ShapeCounts(slots, caps)
-        self._counts[shape] = result
-        if len(self._counts) > _CACHED_SHAPES:
-            self._counts.popitem(last=False)
-        return result
+        self._slot_rows[row] = slots
+        for caps, starts in zip(self._cap_rows, self.index.starts[:-1], strict=True):
+            caps[row] = np.add.reduceat(slots, starts) if len(slots) else 0
+        self._row_masks[row] = mask
+        self._row_eligibility[row] = (shape.eligibility, tuple(tolerations))
+        amounts = np.array(shape.amounts, dtype=np.int64).reshape(-1)
+        self._divisors[row] = np.where(amounts > 0, amounts, 1)
+        self._unrequested[row] = amounts <= 0
+        self._asks_nothing[row] = not (amounts > 0).any()
+        self._feasible[row] = shape.feasible
+        self._counts[shape] = row
+        self._active = np.array(sorted(self._counts.values()), dtype=np.int64)
+        return row
 
     def _slots(self, shape: PodShape, free: IntArray, mask: BoolArray) -> IntArray:
         if not shape.feasible:
@@ -190,20 +219,22 @@ class CapacityState:
         self._refresh(unique)
 
     def _refresh(self, nodes: IntArray) -> None:
-        for shape, counts in self._counts.items():
-            entry = self._masks.get(shape.eligibility)
-            if entry is None:  # its mask was evicted: recompute the shape lazily next time
-                continue
-            fresh = self._slots(shape, self.free[:, nodes], entry[1][nodes])
-            change = fresh - counts.slots[nodes]
-            if not change.any():
-                continue
-            counts.slots[nodes] = fresh
-            for level in range(len(counts.caps) - 1):
-                np.add.at(counts.caps[level], self.index.node_domain[level][nodes], change)
-        stale = [s for s in self._counts if s.eligibility not in self._masks]
-        for shape in stale:
-            del self._counts[shape]
+        """Recount every cached shape on ``nodes`` (distinct positions) and patch the domain sums."""
+        rows = self._active
+        if not len(rows) or not len(nodes):
+            return
+        free = np.maximum(self.free[:, nodes], 0)  # resources × nodes
+        fit = free[None, :, :] // self._divisors[rows][:, :, None]  # shapes × resources × nodes
+        fit = np.where(self._unrequested[rows][:, :, None], _NO_LIMIT, fit).min(axis=1, initial=_NO_LIMIT)
+        fit = np.where(self._asks_nothing[rows][:, None], _UNBOUNDED, fit)
+        block = np.ix_(rows, nodes)
+        fresh = np.where(self._row_masks[block] & self._feasible[rows][:, None], fit, 0)
+        change = fresh - self._slot_rows[block]
+        if not change.any():
+            return
+        self._slot_rows[block] = fresh
+        for level, caps in enumerate(self._cap_rows):
+            np.add.at(caps, (rows[:, None], self.index.node_domain[level][nodes][None, :]), change)
 
     def update_node(self, i: int, info: NodeInfo) -> None:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""
@@ -216,6 +247,10 @@ class CapacityState:
         nodes = np.array([i], dtype=np.int64)
         for key, (tolerations, mask) in self._masks.items():
             mask[nodes] = self._compute_mask(key, tolerations, nodes)
+        for row in self._active.tolist():
+            eligibility = self._row_eligibility[row]
+            assert eligibility is not None
+            self._row_masks[row, i] = self._compute_mask(eligibility[0], eligibility[1], nodes)[0]
         self._refresh(nodes)
 
     def used_by_name(self) -> dict[str, dict[str, int]]:
