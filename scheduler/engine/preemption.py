@@ -151,6 +151,8 @@ def _search(
     extra_fit: ExtraFit | None,
 ) -> list[_Candidate] | None:
     """Remove candidates in order until the preemptor fits, then fill back: a minimal set."""
+    if not _fits_without_all(cq, usage, candidates, allow_borrowing):
+        return None
     removal = _Removal(cq, usage, extra_fit)
     try:
         for candidate in candidates:
@@ -160,6 +162,34 @@ def _search(
         return None
     finally:
         removal.restore_all()
+
+
+def _fits_without_all(
+    cq: ClusterQueueInfo, usage: dict[FlavorResource, int], candidates: list[_Candidate], allow_borrowing: bool
+) -> bool:
+    """Would the preemptor's quota fit with every candidate gone? Removing usage only ever frees
+    quota, so when this is False no prefix of the candidates fits either and the search would
+    walk them all for nothing. Removal is summed per ClusterQueue: the quota tree composes."""
+    per_queue: dict[int, tuple[ClusterQueueInfo, dict[FlavorResource, int]]] = {}
+    for candidate in candidates:
+        admission = candidate.workload.admission
+        if admission is None:
+            continue
+        entry = per_queue.get(id(candidate.cluster_queue))
+        if entry is None:
+            entry = per_queue[id(candidate.cluster_queue)] = (candidate.cluster_queue, {})
+        totals = entry[1]
+        for fr, amount in admission.usage.items():
+            totals[fr] = totals.get(fr, 0) + amount
+    for queue, totals in per_queue.values():
+        for fr, amount in totals.items():
+            queue.node.remove_usage(fr, amount)
+    try:
+        return _fits(cq, usage, allow_borrowing)
+    finally:
+        for queue, totals in per_queue.values():
+            for fr, amount in totals.items():
+                queue.node.add_usage(fr, amount)
 
 
 def _contested(cq: ClusterQueueInfo, usage: dict[FlavorResource, int]) -> list[FlavorResource]:
@@ -198,7 +228,7 @@ def _own_candidates(
     return [
         _Candidate(w, cq, True)
         for w in cq.admitted.values()
-        if w is not preemptor and _uses(w, contested) and satisfies_policy(policy.within_cluster_queue, preemptor, w)
+        if w is not preemptor and satisfies_policy(policy.within_cluster_queue, preemptor, w) and _uses(w, contested)
     ]
 
 
@@ -227,6 +257,19 @@ def _cohort_candidates(
     return found
 
 
+def _may_end_within_nominal(cq: ClusterQueueInfo, usage: dict[FlavorResource, int], own: list[_Candidate]) -> bool:
+    """Could the preemptor end within its nominal quota? Only its own ClusterQueue's victims
+    lower that ClusterQueue's usage, so when even all of them are not enough, no reclaim search
+    can succeed (a shortcut that decides nothing differently; it skips gathering candidates)."""
+    freed: dict[FlavorResource, int] = {}
+    for candidate in own:
+        admission = candidate.workload.admission
+        if admission is not None:
+            for fr, amount in admission.usage.items():
+                freed[fr] = freed.get(fr, 0) + amount
+    return all(not cq.node.borrowing_with(fr, amount - freed.get(fr, 0)) for fr, amount in usage.items())
+
+
 def _classical_victims(
     cq: ClusterQueueInfo,
     preemptor: WorkloadInfo,
@@ -241,7 +284,7 @@ def _classical_victims(
     within_nominal_possible = all(amount <= node.subtree.get(fr, 0) for fr, amount in usage.items())
     # 1. Reclaim without borrowing: the preemptor ends within its nominal quota, so any borrower
     #    the reclaim policy allows may be evicted.
-    if within_nominal_possible:
+    if within_nominal_possible and _may_end_within_nominal(cq, usage, own):
         reclaim = _cohort_candidates(cq, preemptor, contested, cluster_queues, policy.reclaim_within_cohort)
         chosen = _search(cq, usage, sorted(own + reclaim, key=_ordering), False, extra_fit)
         if chosen is not None:
