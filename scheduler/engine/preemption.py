@@ -223,13 +223,15 @@ def _own_candidates(
     contested: list[FlavorResource],
     policy: ClusterQueuePreemption,
 ) -> list[_Candidate]:
-    if policy.within_cluster_queue == "Never":
+    within = policy.within_cluster_queue
+    if within == "Never":
         return []
-    return [
-        _Candidate(w, cq, True)
-        for w in cq.admitted.values()
-        if w is not preemptor and satisfies_policy(policy.within_cluster_queue, preemptor, w) and _uses(w, contested)
-    ]
+    if within == "LowerPriority":  # the usual policy, tested inline: every preemption probe scans here
+        priority = preemptor.priority
+        allowed = [w for w in cq.admitted.values() if w.priority < priority]
+    else:
+        allowed = [w for w in cq.admitted.values() if satisfies_policy(within, preemptor, w)]
+    return [_Candidate(w, cq, True) for w in allowed if w is not preemptor and _uses(w, contested)]
 
 
 def _cohort_candidates(
