@@ -66,6 +66,16 @@ class NodeLedger:
                 path = tuple(labels.get(label_above, "") for label_above in self.levels[: depth + 1])
                 self.domains[depth, i] = ids.setdefault(path, len(ids))
         self.placed: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # key -> (node indexes, per-pod amounts)
+        # per level: nodes ordered by domain (stable) and where each domain starts, for reduceat
+        self._domain_order: list[np.ndarray | None] = []
+        self._domain_starts: list[np.ndarray] = []
+        for depth in range(len(self.levels)):
+            order = np.argsort(self.domains[depth], kind="stable")
+            ordered = self.domains[depth][order]
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if count else np.zeros(0, np.int64)
+            identity = bool((order == np.arange(count)).all())
+            self._domain_order.append(None if identity else order)
+            self._domain_starts.append(starts)
 
     @property
     def gpu_capacity(self) -> int:
@@ -123,14 +133,18 @@ class NodeLedger:
         Slots per node are ``min_r ⌊free_r / request_r⌋`` over requested resources, on Ready
         nodes of the admitted flavor, counted before the gang itself is placed.
         """
-        free = self.free()
         slots = np.full(len(self.names), np.iinfo(np.int64).max, dtype=np.int64)
         for column in range(len(RESOURCES)):
             if amounts[column] > 0:
-                slots = np.minimum(slots, free[:, column] // amounts[column])
+                free = self.allocatable[:, column] - self.used[:, column]
+                slots = np.minimum(slots, free // amounts[column])
         slots = np.where(eligible & self.ready, np.maximum(slots, 0), 0)
+        if not len(slots):
+            return -1
         for depth in range(len(self.levels) - 1, -1, -1):
-            if np.bincount(self.domains[depth], weights=slots).max(initial=0) >= pods:
+            order = self._domain_order[depth]
+            per_node = slots if order is None else slots[order]
+            if int(np.add.reduceat(per_node, self._domain_starts[depth]).max()) >= pods:
                 return depth
         return -1
 

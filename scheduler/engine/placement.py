@@ -121,16 +121,29 @@ class PlacementBook:
     def fits_without(
         self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, victims: list[WorkloadInfo]
     ) -> bool:
-        """Would the workload get a placement if ``victims`` gave their nodes back?"""
-        released = [v.admission for v in victims if v.admission is not None and v.admission.placements]
-        for admission in released:
-            self.release(admission)
+        """Would the workload get a placement if ``victims`` gave their nodes back?
+
+        The victims' pods leave each placer in one batch and come back in one batch (the
+        preemption search asks this once per candidate set, with up to every candidate out).
+        """
+        if self._stale:
+            self._rebuild()
+        by_flavor: dict[str, list[GangPlacement]] = {}
+        for victim in victims:
+            if victim.admission is None:
+                continue
+            for flavor_name, placement in victim.admission.placements.items():
+                if id(placement) in self._reserved:
+                    by_flavor.setdefault(flavor_name, []).append(placement)
+        shifted = [(self._placers[f], gangs) for f, gangs in by_flavor.items() if f in self._placers]
+        for placer, gangs in shifted:
+            placer.shift_usage(gangs, -1)
         try:
             placements, _ = self.place(cq, workload, assignment)
             return placements is not None
         finally:
-            for admission in released:
-                self.reserve(admission)
+            for placer, gangs in shifted:
+                placer.shift_usage(gangs, 1)
 
     def _requests(self, workload: WorkloadInfo, assignment: Assignment) -> dict[str, tuple[tuple[int, ...], Any]]:
         """Per TAS flavor: (ids of the cached pod set requests, the GangRequest)."""

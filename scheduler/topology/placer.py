@@ -12,7 +12,7 @@ reservation that is undone before returning. ``reserve``/``release`` change the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -465,6 +465,17 @@ class TopologyPlacer:
                 f"placement on flavor {placement.flavor!r} no longer fits: node {bad} would be "
                 "overcommitted; place the gang again"
             )
+
+    def shift_usage(self, placements: Sequence[GangPlacement], sign: int) -> None:
+        """Take reserved ``placements`` out (sign -1) or put them back (sign +1) in one update,
+        without the overcommit check: for asking "would it fit with these gangs gone" and
+        undoing that exactly. Nodes no longer in the flavor are skipped both ways."""
+        parts = [self._placement_usage(p, strict=False) for p in placements]
+        parts = [(nodes, delta) for nodes, delta in parts if len(nodes)]
+        if parts:
+            nodes = np.concatenate([n for n, _ in parts])
+            delta = np.concatenate([d for _, d in parts], axis=1)
+            self.state.apply(nodes, sign * delta)
 
     def release(self, placement: GangPlacement) -> None:
         """Give the placement's pods back (the workload finished or was evicted)."""
