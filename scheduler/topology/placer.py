@@ -90,6 +90,8 @@ class TopologyPlacer:
         self.state = CapacityState(self.index, self._infos, self.flavor.spec.tolerations, used)
         self._empty: CapacityState | None = None
         self._first_at: dict[tuple[int, int], IntArray] = {}
+        # id(reserved placement) -> (placement, node positions, usage): positions of this index
+        self._usage_cache: dict[int, tuple[GangPlacement, IntArray, IntArray]] = {}
         # where the Topology's own levels sit among the effective levels (the clique is extra)
         self._topology_positions = tuple(
             i for i, label in enumerate(self.index.levels) if label in graph.topology_levels
@@ -429,24 +431,27 @@ class TopologyPlacer:
     # -------------------------------------------------------------------- reserve / release
 
     def _placement_usage(self, placement: GangPlacement, *, strict: bool) -> tuple[IntArray, IntArray]:
-        columns: list[IntArray] = []
+        """(node positions, resources × pods) of a placement's pods; reserved ones are cached."""
+        cached = self._usage_cache.get(id(placement))
+        if cached is not None and cached[0] is placement:
+            return cached[1], cached[2]
         positions: list[int] = []
+        blocks: list[IntArray] = []
         for ps in placement.pod_sets:
             vector = self.state.amounts_vector(ps.requests)
-            for name in ps.nodes:
-                position = self.index.position.get(name)
-                if position is None:
-                    if strict:
-                        raise ValueError(
-                            f"placement on flavor {placement.flavor!r} names node {name}, which is not "
-                            "in the flavor any more; place the gang again"
-                        )
-                    continue  # released after the node left the flavor: nothing to give back
-                positions.append(position)
-                columns.append(vector)
+            found = [self.index.position.get(name) for name in ps.nodes]
+            if strict and None in found:
+                name = ps.nodes[found.index(None)]
+                raise ValueError(
+                    f"placement on flavor {placement.flavor!r} names node {name}, which is not "
+                    "in the flavor any more; place the gang again"
+                )
+            kept = [f for f in found if f is not None]  # a node that left the flavor gives nothing back
+            positions.extend(kept)
+            blocks.append(np.repeat(vector[:, None], len(kept), axis=1))
         if not positions:
             return np.zeros(0, dtype=np.int64), np.zeros((len(self.state.resources), 0), dtype=np.int64)
-        return np.array(positions, dtype=np.int64), np.stack(columns, axis=1)
+        return np.array(positions, dtype=np.int64), np.concatenate(blocks, axis=1)
 
     def reserve(self, placement: GangPlacement) -> None:
         """Take the placement's pods from the free capacity (ValueError if that overcommits)."""
@@ -465,6 +470,9 @@ class TopologyPlacer:
                 f"placement on flavor {placement.flavor!r} no longer fits: node {bad} would be "
                 "overcommitted; place the gang again"
             )
+        # kept while reserved (positions stay valid until the next rebuild): preemption moves
+        # reserved gangs out and back in many times per cycle
+        self._usage_cache[id(placement)] = (placement, nodes, delta)
 
     def shift_usage(self, placements: Sequence[GangPlacement], sign: int) -> None:
         """Take reserved ``placements`` out (sign -1) or put them back (sign +1) in one update,
@@ -480,6 +488,9 @@ class TopologyPlacer:
     def release(self, placement: GangPlacement) -> None:
         """Give the placement's pods back (the workload finished or was evicted)."""
         nodes, delta = self._placement_usage(placement, strict=False)
+        cached = self._usage_cache.get(id(placement))
+        if cached is not None and cached[0] is placement:
+            del self._usage_cache[id(placement)]
         if len(nodes):
             self.state.apply(nodes, -delta)
 
