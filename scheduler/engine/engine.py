@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Iterable
 from datetime import datetime
 
 from runtimes.k8s.core import Node
@@ -286,6 +287,14 @@ class AdmissionEngine:
             if info is not None:
                 info.queue.unpark_all()
 
+    def unpark_topology_users(self, flavors: Iterable[str]) -> None:
+        """Nodes of these TAS flavors freed up: a gang parked on a placement failure may fit now,
+        in any cohort tree, since ClusterQueues of different trees can share a flavor's nodes."""
+        freed = set(flavors)
+        for info in self.model.cluster_queues.values():
+            if any(freed.intersection(group.flavors) for group in info.groups):
+                info.queue.unpark_all()
+
     def admit(self, workload: WorkloadInfo, cq: ClusterQueueInfo, admission: Admission, now: float) -> None:
         for fr, amount in admission.usage.items():
             cq.node.add_usage(fr, amount)
@@ -303,6 +312,8 @@ class AdmissionEngine:
         cq = self.cluster_queue_of(workload)
         if workload.admission is not None:
             self.placements.release(workload.admission)
+            if workload.admission.placements:
+                self.unpark_topology_users(workload.admission.placements)
             if cq is not None:
                 for fr, amount in workload.admission.usage.items():
                     cq.node.remove_usage(fr, amount)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import pytest
-
 from scheduler.api.kueue import ClusterQueue, LocalQueue, Workload
 from scheduler.api.loading import load_kueue_objects
 from scheduler.engine import AdmissionEngine, WorkloadState
@@ -44,13 +42,6 @@ def _gang(template: Workload, name: str, hosts: int, queue: str) -> Workload:
     return workload
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "engine.py _release unparks only the released ClusterQueue's cohort tree "
-        "(unpark_cohort); the gang parked in another tree on TopologyPlacementFailed stays parked"
-    ),
-)
 def test_topology_parked_gang_in_another_cluster_queue_is_retried_when_nodes_free() -> None:
     objects = load_kueue_objects([SAMPLE])
     engine = AdmissionEngine()
