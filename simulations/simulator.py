@@ -124,6 +124,7 @@ class Simulation:
         self.engine_seconds = 0.0
         self.gone = 0  # finished jobs
         self._timer_at: float | None = None
+        self._due_timer_pushed_at: float | None = None
         self._arriving: JobSpec | None = None
         self._sample_every = scenario.sample_seconds
 
@@ -385,7 +386,13 @@ class Simulation:
             if key not in self.running and self.driver.is_admitted(key):
                 self._admit(decision, now)
         timer = self.driver.next_timer()
-        if timer is not None and timer > now and (self._timer_at is None or timer < self._timer_at):
+        if timer is not None and timer <= now and self._due_timer_pushed_at != now:
+            # Due already (an eviction inside this call with no backoff): another engine call at
+            # this same instant routes it. Once per instant, so an engine that kept such a timer
+            # could not spin the loop.
+            self._due_timer_pushed_at = now
+            self._push(Event(now, EventKind.ENGINE_TIMER, ""))
+        elif timer is not None and timer > now and (self._timer_at is None or timer < self._timer_at):
             self._timer_at = timer
             self._push(Event(timer, EventKind.ENGINE_TIMER, ""))
         elif timer is not None and not math.isfinite(timer):
