@@ -197,6 +197,12 @@ class AdmissionEngine:
             for fr, amount in usage.items():
                 cq.node.add_usage(fr, amount)
             info.admission.borrowed = {fr: cq.node.borrowed(fr) for fr in usage if cq.node.borrowed(fr)}
+        else:
+            # Kueue keeps such a workload admitted (its pods run) but no ClusterQueue counts it.
+            info.reason = (
+                f"ClusterQueue {admission.cluster_queue!r} does not exist: this admission holds no quota; "
+                "create the ClusterQueue to count it"
+            )
         self.placements.restore(info, workload)
         self._arm_pods_ready_timer(info)
 
