@@ -153,8 +153,6 @@ def _search(
     """Remove candidates in order until the preemptor fits, then fill back: a minimal set."""
     if not _fits_without_all(cq, usage, candidates, allow_borrowing):
         return None
-    if extra_fit is not None and not extra_fit([c.workload for c in candidates]):
-        return None  # a gang placement only gets easier as nodes free up: no prefix would fit
     removal = _Removal(cq, usage, extra_fit)
     try:
         for candidate in candidates:
