@@ -213,8 +213,13 @@ class CapacityState:
 
     def apply(self, nodes: IntArray, delta: IntArray) -> None:
         """``used[:, nodes] += delta``; patch every cached shape on just those nodes."""
-        np.add.at(self.used.T, nodes, delta.T)  # .T is a view: columns are nodes
-        unique = np.unique(nodes)
+        if len(nodes) < 2 or bool((nodes[1:] > nodes[:-1]).all()):
+            # distinct positions (placements list their nodes in topology order): no add.at needed
+            unique = nodes
+            self.used[:, nodes] += delta
+        else:
+            np.add.at(self.used.T, nodes, delta.T)  # .T is a view: columns are nodes
+            unique = np.unique(nodes)
         self.free[:, unique] = self.alloc[:, unique] - self.used[:, unique]
         self._refresh(unique)
 
