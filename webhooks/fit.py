@@ -13,6 +13,7 @@ MPI TrainJob at admission.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
@@ -21,6 +22,8 @@ from scheduler.api.job_validation import validate_pod_sets_topology
 from scheduler.engine import AdmissionEngine, EngineConfig
 from scheduler.trainjob import workload_for_trainjob
 from webhooks.objects import ENGINE_KINDS, ObjectCache
+
+MAX_REMEMBERED_VERDICTS = 4096
 
 
 def build_engine(cache: ObjectCache) -> AdmissionEngine:
@@ -66,4 +69,16 @@ def check_fit(
     if problems or not ask_engine:
         return FitVerdict(errors=problems)
     engine = cache.derived("admission-engine", build_engine)
-    return FitVerdict(never_fits=engine.never_fits_reason(workload))
+    # The verdict depends only on the Workload's namespace and spec and on the cached objects,
+    # and most reviews repeat a few job shapes: remember it until the cache changes.
+    verdicts = cache.derived("never-fits-verdicts", _new_verdict_memo)
+    shape = json.dumps([workload.metadata.namespace, workload.spec.to_dict()], sort_keys=True)
+    if shape not in verdicts:
+        if len(verdicts) >= MAX_REMEMBERED_VERDICTS:
+            verdicts.clear()
+        verdicts[shape] = engine.never_fits_reason(workload)
+    return FitVerdict(never_fits=verdicts[shape])
+
+
+def _new_verdict_memo(_: ObjectCache) -> dict[str, str | None]:
+    return {}

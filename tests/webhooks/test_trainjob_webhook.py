@@ -359,3 +359,17 @@ async def test_valid_slice_annotations_are_allowed(webhook: Webhook, cache: Any)
     job["spec"]["trainer"] = {"numNodes": 4}
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is True, response
+
+
+async def test_a_remembered_fit_verdict_is_dropped_when_the_queues_change(webhook: Webhook, cache: Any) -> None:
+    # The same job shape is allowed, then denied once team-a-cq's GPU quota shrinks: the
+    # remembered verdict lives only as long as the cached objects it was computed from.
+    first = await webhook.admit("/validate/trainjobs", review(gpu_job(3, 4)))
+    assert first["allowed"] is True, first
+    smaller = cache.get("ClusterQueue", "team-a-cq").to_dict()
+    gpu = smaller["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+    gpu["nominalQuota"], gpu["borrowingLimit"] = "4", "0"
+    cache.apply(smaller)
+    second = await webhook.admit("/validate/trainjobs", review(gpu_job(3, 4)))
+    assert second["allowed"] is False
+    assert "can never be admitted" in second["status"]["message"]
