@@ -14,7 +14,7 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 from test_trainjob_webhook import QUEUE, trainjob
-from webhook_support import Webhook, apply_patch, review
+from webhook_support import Webhook, apply_patch, review, with_node_selector
 
 from runtimes.api.trainer import TrainJob
 from runtimes.render import render_trainjob
@@ -26,23 +26,7 @@ MANAGER = "example.com/platform-team"
 
 
 def with_patch(job: dict[str, Any], selector: dict[str, str], time: str | None = None) -> dict[str, Any]:
-    job = copy.deepcopy(job)
-    patch: dict[str, Any] = {
-        "manager": MANAGER,
-        "trainingRuntimeSpec": {
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": selector}}}}}
-                    ]
-                }
-            }
-        },
-    }
-    if time is not None:
-        patch["time"] = time
-    job["spec"]["runtimePatches"] = [patch]
-    return job
+    return with_node_selector(job, selector, manager=MANAGER, time=time)
 
 
 async def mutated(webhook: Webhook, job: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

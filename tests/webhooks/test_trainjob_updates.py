@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from test_trainjob_webhook import QUEUE, running, trainjob
-from webhook_support import Webhook, review
+from webhook_support import Webhook, review, with_node_selector
 
 from webhooks.objects import ObjectCache
 
@@ -45,25 +45,11 @@ def initializing(dataset: str) -> dict[str, Any]:
     return job
 
 
-def with_node_selector(job: dict[str, Any], selector: dict[str, str], *, time: str | None = None) -> dict[str, Any]:
+def with_kueue_node_selector(
+    job: dict[str, Any], selector: dict[str, str], *, time: str | None = None
+) -> dict[str, Any]:
     """Kueue's runtime patch: a node selector on the ``node`` replicated job."""
-    job = copy.deepcopy(job)
-    patch: dict[str, Any] = {
-        "manager": KUEUE_MANAGER,
-        "trainingRuntimeSpec": {
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": selector}}}}}
-                    ]
-                }
-            }
-        },
-    }
-    if time is not None:
-        patch["time"] = time
-    job["spec"]["runtimePatches"] = [patch]
-    return job
+    return with_node_selector(job, selector, manager=KUEUE_MANAGER, time=time)
 
 
 def with_service_account(job: dict[str, Any], account: str) -> dict[str, Any]:
@@ -136,14 +122,14 @@ DENIED = [
         id="managed-by-changed",
     ),
     pytest.param(
-        running(with_node_selector(queued(), {"pool": "a"})),
-        running(with_node_selector(queued(), {"pool": "b"})),
+        running(with_kueue_node_selector(queued(), {"pool": "a"})),
+        running(with_kueue_node_selector(queued(), {"pool": "b"})),
         "spec.runtimePatches: RuntimePatches can only be modified when the TrainJob is suspended before or "
         "after the update",
         id="runtime-patches-changed-while-running",
     ),
     pytest.param(
-        with_active_jobs(running(with_node_selector(queued(), {"pool": "a"})), active=2),
+        with_active_jobs(running(with_kueue_node_selector(queued(), {"pool": "a"})), active=2),
         queued(),
         "spec.runtimePatches: RuntimePatches cannot be modified when the JobSet's ReplicatedJob 'node' is still active",
         id="runtime-patches-cleared-while-pods-still-run",
@@ -155,8 +141,8 @@ DENIED = [
         id="pod-template-overrides-changed-while-running",
     ),
     pytest.param(
-        with_service_account(with_node_selector(queued(), {"pool": "a"}), "trainer"),
-        with_service_account(with_node_selector(queued(), {"pool": "a"}), "admin"),
+        with_service_account(with_kueue_node_selector(queued(), {"pool": "a"}), "trainer"),
+        with_service_account(with_kueue_node_selector(queued(), {"pool": "a"}), "admin"),
         "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec."
         "serviceAccountName: field is immutable once manager 'kueue.x-k8s.io/manager' set it for replicated job "
         "'node'",
@@ -209,28 +195,28 @@ ALLOWED = [
         id="managed-by-default-spelled-out",
     ),
     pytest.param(
-        with_node_selector(queued(), {"pool": "a"}),
-        with_node_selector(queued(), {"pool": "b"}),
+        with_kueue_node_selector(queued(), {"pool": "a"}),
+        with_kueue_node_selector(queued(), {"pool": "b"}),
         id="runtime-patches-changed-while-suspended",
     ),
     pytest.param(
         queued(),
-        running(with_node_selector(queued(), {"pool": "a"})),
+        running(with_kueue_node_selector(queued(), {"pool": "a"})),
         id="runtime-patches-injected-as-kueue-resumes",
     ),
     pytest.param(
-        running(with_node_selector(queued(), {"pool": "a"})),
-        with_node_selector(queued(), {"pool": "a"}),
+        running(with_kueue_node_selector(queued(), {"pool": "a"})),
+        with_kueue_node_selector(queued(), {"pool": "a"}),
         id="suspended-by-kueue-with-patches-kept",
     ),
     pytest.param(
-        with_active_jobs(with_node_selector(queued(), {"pool": "a"}), active=0),
+        with_active_jobs(with_kueue_node_selector(queued(), {"pool": "a"}), active=0),
         queued(),
         id="runtime-patches-cleared-once-pods-stopped",
     ),
     pytest.param(
-        running(with_node_selector(queued(), {"pool": "a"}, time="2026-01-01T00:00:00Z")),
-        running(with_node_selector(queued(), {"pool": "a"}, time="2026-02-01T00:00:00Z")),
+        running(with_kueue_node_selector(queued(), {"pool": "a"}, time="2026-01-01T00:00:00Z")),
+        running(with_kueue_node_selector(queued(), {"pool": "a"}, time="2026-02-01T00:00:00Z")),
         id="runtime-patch-time-only-while-running",
     ),
     pytest.param(
@@ -239,8 +225,8 @@ ALLOWED = [
         id="pod-template-overrides-changed-as-kueue-resumes",
     ),
     pytest.param(
-        with_node_selector(queued(), {"pool": "a"}),
-        with_service_account(with_node_selector(queued(), {"pool": "b"}), "trainer"),
+        with_kueue_node_selector(queued(), {"pool": "a"}),
+        with_service_account(with_kueue_node_selector(queued(), {"pool": "b"}), "trainer"),
         id="patched-service-account-set-for-the-first-time-while-suspended",
     ),
 ]

@@ -130,3 +130,26 @@ def apply_patch(obj: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str
         assert response["patchType"] == "JSONPatch"
     patched: dict[str, Any] = jsonpatch.apply_patch(dict(obj), operations)
     return patched
+
+
+def with_node_selector(
+    job: dict[str, Any], selector: dict[str, str], *, manager: str, time: str | None = None
+) -> dict[str, Any]:
+    """A copy of ``job`` with one runtime patch: ``manager``'s node selector on the ``node`` replicated job."""
+    job = copy.deepcopy(job)
+    patch: dict[str, Any] = {
+        "manager": manager,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": selector}}}}}
+                    ]
+                }
+            }
+        },
+    }
+    if time is not None:
+        patch["time"] = time
+    job["spec"]["runtimePatches"] = [patch]
+    return job
