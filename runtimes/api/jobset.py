@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from runtimes.api.batch import JobTemplateSpec
-from runtimes.k8s.meta import KubeModel, Resource
+from runtimes.k8s.meta import Condition, KubeModel, Resource
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 JOBSET_KIND = "JobSet"
@@ -115,14 +115,6 @@ class JobSetSpec(KubeModel):
         return next((job for job in self.replicated_jobs if job.name == name), None)
 
 
-class JobSetCondition(KubeModel):
-    type: str
-    status: str
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
-
-
 class ReplicatedJobStatus(KubeModel):
     name: str
     ready: int = 0
@@ -133,7 +125,7 @@ class ReplicatedJobStatus(KubeModel):
 
 
 class JobSetStatus(KubeModel):
-    conditions: list[JobSetCondition] | None = None
+    conditions: list[Condition] | None = None
     restarts: int | None = None
     restarts_count_towards_max: int | None = None
     terminal_state: str | None = None

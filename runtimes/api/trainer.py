@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import Field
 
-from runtimes.api.jobset import JobSetSpec
+from runtimes.api.jobset import JobSetSpec, ReplicatedJobStatus
 from runtimes.k8s.core import EnvVar, ResourceRequirements
-from runtimes.k8s.meta import KubeModel, ObjectMeta, Resource
+from runtimes.k8s.meta import Condition, KubeModel, ObjectMeta, Resource
 
 TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINER_API_VERSION = f"{TRAINER_GROUP}/v1alpha1"
@@ -194,24 +194,6 @@ class TrainJobSpec(KubeModel):
     managed_by: str | None = None
 
 
-class TrainJobCondition(KubeModel):
-    type: str
-    status: str
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
-
-
-class JobStatus(KubeModel):
-    name: str
-    ready: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    active: int = 0
-    suspended: int = 0
-
-
 class TrainerMetric(KubeModel):
     name: str
     value: str
@@ -225,8 +207,8 @@ class TrainerStatus(KubeModel):
 
 
 class TrainJobStatus(KubeModel):
-    conditions: list[TrainJobCondition] | None = None
-    jobs_status: list[JobStatus] | None = None
+    conditions: list[Condition] | None = None
+    jobs_status: list[ReplicatedJobStatus] | None = None  # Trainer's JobStatus: the same fields
     trainer_status: TrainerStatus | None = None
 
 

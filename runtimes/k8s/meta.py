@@ -89,6 +89,17 @@ class LabelSelector(KubeModel):
         return True
 
 
+class Condition(KubeModel):
+    """metav1.Condition: what TrainJob, JobSet and Kueue Workload statuses list."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
 class Resource(KubeModel):
     """Common envelope of a top-level Kubernetes object."""
 

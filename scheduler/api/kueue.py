@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field
 
 from runtimes.k8s.core import PodTemplateSpec, Taint, Toleration
-from runtimes.k8s.meta import KubeModel, LabelSelector, Resource
+from runtimes.k8s.meta import Condition, KubeModel, LabelSelector, Resource
 from runtimes.k8s.quantity import Quantity
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -258,15 +258,6 @@ class PodSetAssignment(KubeModel):
 class Admission(KubeModel):
     cluster_queue: str
     pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list)
-
-
-class Condition(KubeModel):
-    type: str
-    status: str
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
 
 
 class RequeueState(KubeModel):
