@@ -12,15 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
+from runtimes.api.kueue_labels import (
+    PODSET_GROUP_NAME,
+    PODSET_PREFERRED_TOPOLOGY,
+    PODSET_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_SIZE,
+    PODSET_UNCONSTRAINED_TOPOLOGY,
+)
 from runtimes.render import RenderedTrainJob
-
-# Kueue's TAS pod-set annotations (pkg/controller/jobframework/tas.go).
-_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
-_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
-_SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
-_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 
 
 def workload_pod_sets(rendered: RenderedTrainJob) -> list[dict[str, Any]]:
@@ -42,11 +42,11 @@ def workload_pod_sets(rendered: RenderedTrainJob) -> list[dict[str, Any]]:
 def _topology_request(template: dict[str, Any], replicas: int) -> dict[str, Any]:
     annotations: dict[str, str] = (template.get("metadata") or {}).get("annotations") or {}
     request: dict[str, Any] = {}
-    if _REQUIRED_TOPOLOGY in annotations:
-        request["required"] = annotations[_REQUIRED_TOPOLOGY]
-    elif _PREFERRED_TOPOLOGY in annotations:
-        request["preferred"] = annotations[_PREFERRED_TOPOLOGY]
-    elif annotations.get(_UNCONSTRAINED_TOPOLOGY) == "true":
+    if PODSET_REQUIRED_TOPOLOGY in annotations:
+        request["required"] = annotations[PODSET_REQUIRED_TOPOLOGY]
+    elif PODSET_PREFERRED_TOPOLOGY in annotations:
+        request["preferred"] = annotations[PODSET_PREFERRED_TOPOLOGY]
+    elif annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY) == "true":
         request["unconstrained"] = True
     else:
         return {}
@@ -55,10 +55,10 @@ def _topology_request(template: dict[str, Any], replicas: int) -> dict[str, Any]
     request["podIndexLabel"] = JOB_COMPLETION_INDEX_ANNOTATION
     request["subGroupIndexLabel"] = JOB_INDEX_LABEL
     request["subGroupCount"] = replicas
-    if _SLICE_REQUIRED_TOPOLOGY in annotations:
-        request["podSetSliceRequiredTopology"] = annotations[_SLICE_REQUIRED_TOPOLOGY]
-        if annotations.get(_SLICE_SIZE, "").isdigit():
-            request["podSetSliceSize"] = int(annotations[_SLICE_SIZE])
-    if _GROUP_NAME in annotations:
-        request["podSetGroupName"] = annotations[_GROUP_NAME]
+    if PODSET_SLICE_REQUIRED_TOPOLOGY in annotations:
+        request["podSetSliceRequiredTopology"] = annotations[PODSET_SLICE_REQUIRED_TOPOLOGY]
+        if annotations.get(PODSET_SLICE_SIZE, "").isdigit():
+            request["podSetSliceSize"] = int(annotations[PODSET_SLICE_SIZE])
+    if PODSET_GROUP_NAME in annotations:
+        request["podSetGroupName"] = annotations[PODSET_GROUP_NAME]
     return request

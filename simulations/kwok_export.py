@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.api.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from simulations.engine_driver import workload_document
 from simulations.events import RandomStreams
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
@@ -36,8 +37,6 @@ from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
 from simulations.yamlsource import load_documents
 
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 SIMULATED_RUNTIME_NAME = "kwok-simulated-training"
 # Trainer requires a domain-prefixed manager on every runtimePatches entry.
@@ -79,7 +78,8 @@ def simulated_runtime() -> dict[str, Any]:
 
 def trainjob_document(job: JobSpec) -> dict[str, Any]:
     """A suspended, Kueue-queued TrainJob with the same pod set the simulator submits."""
-    pod_template = workload_document(job)["spec"]["podSets"][0]["template"]
+    workload_spec = workload_document(job)["spec"]
+    pod_template = workload_spec["podSets"][0]["template"]
     resources = pod_template["spec"]["containers"][0]["resources"]
     delay = f"{round(job.duration * 1000)}ms"
     annotations = dict(pod_template["metadata"].get("annotations") or {})
@@ -89,7 +89,7 @@ def trainjob_document(job: JobSpec) -> dict[str, Any]:
     pod_patch: dict[str, Any] = {"metadata": {"annotations": annotations}}
     if "affinity" in pod_template["spec"]:
         pod_patch["spec"] = {"affinity": pod_template["spec"]["affinity"]}
-    labels = {QUEUE_NAME_LABEL: workload_document(job)["spec"]["queueName"]}
+    labels = {QUEUE_NAME_LABEL: workload_spec["queueName"]}
     if job.priority_class:
         labels[PRIORITY_CLASS_LABEL] = job.priority_class
     return {

@@ -12,6 +12,15 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 
+# The job-side labels and annotations, re-exported: one spelling shared with the renderer.
+from runtimes.api.kueue_labels import PODSET_GROUP_NAME as PODSET_GROUP_NAME
+from runtimes.api.kueue_labels import PODSET_PREFERRED_TOPOLOGY as PODSET_PREFERRED_TOPOLOGY
+from runtimes.api.kueue_labels import PODSET_REQUIRED_TOPOLOGY as PODSET_REQUIRED_TOPOLOGY
+from runtimes.api.kueue_labels import PODSET_SLICE_REQUIRED_TOPOLOGY as PODSET_SLICE_REQUIRED_TOPOLOGY
+from runtimes.api.kueue_labels import PODSET_SLICE_SIZE as PODSET_SLICE_SIZE
+from runtimes.api.kueue_labels import PODSET_UNCONSTRAINED_TOPOLOGY as PODSET_UNCONSTRAINED_TOPOLOGY
+from runtimes.api.kueue_labels import PRIORITY_CLASS_LABEL as PRIORITY_CLASS_LABEL
+from runtimes.api.kueue_labels import QUEUE_NAME_LABEL as QUEUE_NAME_LABEL
 from runtimes.k8s.core import PodTemplateSpec, Taint, Toleration
 from runtimes.k8s.meta import Condition, KubeModel, LabelSelector, Resource
 from runtimes.k8s.quantity import Quantity
@@ -21,17 +30,7 @@ KUEUE_V1BETA2 = f"{KUEUE_GROUP}/v1beta2"
 KUEUE_V1BETA1 = f"{KUEUE_GROUP}/v1beta1"
 KUEUE_API_VERSIONS = (KUEUE_V1BETA2, KUEUE_V1BETA1, f"{KUEUE_GROUP}/v1alpha1")
 
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 DEFAULT_LOCAL_QUEUE_NAME = "default"
-
-# TAS pod-set annotations (Kueue pkg/controller/jobframework/tas.go)
-PODSET_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-PODSET_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
-PODSET_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
-PODSET_SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
-PODSET_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-PODSET_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 
 
 # ----------------------------------------------------------------------------------- ResourceFlavor
