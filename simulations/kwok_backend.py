@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.kube import Informer, KubeApiError, KubeClient, load_api_client, with_retries
-from simulations.kwok_export import exported_jobs, simulated_runtime, trainjob_document
+from simulations.kwok_export import (
+    exported_jobs,
+    namespace_documents,
+    simulated_runtime,
+    stage_documents,
+    trainjob_document,
+)
 from simulations.metrics import MetricsRecorder
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
-from simulations.yamlsource import load_documents
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 
@@ -143,13 +148,7 @@ async def _create(kube: KubeClient, document: dict[str, Any]) -> None:
 
 def _scenario_documents(built: BuiltScenario, jobs: list[JobSpec]) -> list[dict[str, Any]]:
     """Namespaces, Stages, Nodes, the runtime and the Kueue objects, in the order they must exist."""
-    documents: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in sorted({j.team for j in jobs})
-    ]
-    for path in built.scenario.stages:
-        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
-        for file in files:
-            documents.extend(document.data for document in load_documents(file))
+    documents = [*namespace_documents(built, jobs), *stage_documents(built)]
     documents.extend(built.node_documents)
     documents.append(simulated_runtime())
     documents.extend(obj.to_dict() for obj in built.objects)

@@ -149,24 +149,31 @@ def exported_jobs(built: BuiltScenario, seed: int, speedup: float = 1.0) -> Iter
             yield dataclasses.replace(job, submit_time=job.submit_time / speedup, duration=job.duration / speedup)
 
 
+def namespace_documents(built: BuiltScenario, jobs: Iterable[JobSpec]) -> list[dict[str, Any]]:
+    """A Namespace for every team with jobs and every namespace a Kueue object lives in."""
+    names = {job.team for job in jobs} | {obj.namespace for obj in built.objects if obj.namespace}
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in sorted(names)]
+
+
+def stage_documents(built: BuiltScenario) -> list[dict[str, Any]]:
+    """The KWOK Stages the scenario runs with, as documents."""
+    documents: list[dict[str, Any]] = []
+    for path in built.scenario.stages:
+        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
+        for file in files:
+            documents.extend(document.data for document in load_documents(file))
+    return documents
+
+
 def export(built: BuiltScenario, out: Path, seed: int = 1, speedup: float = 1.0) -> dict[str, int]:
     """Write the scenario under ``out``; returns how many objects each file holds."""
     out.mkdir(parents=True, exist_ok=True)
     jobs = list(exported_jobs(built, seed, speedup))
-    teams = sorted({job.team for job in jobs} | {o.namespace for o in built.objects if o.namespace})
     counts = {
-        "00-namespaces.yaml": _dump(
-            out / "00-namespaces.yaml",
-            ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team}} for team in teams),
-        ),
+        "00-namespaces.yaml": _dump(out / "00-namespaces.yaml", namespace_documents(built, jobs)),
         "10-nodes.yaml": _dump(out / "10-nodes.yaml", built.node_documents),
+        "20-stages.yaml": _dump(out / "20-stages.yaml", stage_documents(built)),
     }
-    stage_documents: list[dict[str, Any]] = []
-    for path in built.scenario.stages:
-        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
-        for file in files:
-            stage_documents.extend(d.data for d in load_documents(file))
-    counts["20-stages.yaml"] = _dump(out / "20-stages.yaml", stage_documents)
     counts["30-kueue.yaml"] = _dump(out / "30-kueue.yaml", (o.to_dict() for o in built.objects))
     counts["25-runtime.yaml"] = _dump(out / "25-runtime.yaml", [simulated_runtime()])
     counts["40-trainjobs.yaml"] = _dump(out / "40-trainjobs.yaml", (trainjob_document(j) for j in jobs))
