@@ -22,7 +22,7 @@ from runtimes.errors import FieldError, RenderError
 from runtimes.k8s.core import ResourceRequirements
 from runtimes.plugins.framework import RuntimeInfo
 from runtimes.plugins.owner import owner_references
-from runtimes.plugins.podspec import find_container, upsert_env, upsert_volume_mounts, upsert_volumes
+from runtimes.plugins.podspec import find_container, gpu_count, upsert_env, upsert_volume_mounts, upsert_volumes
 
 SSH_AUTH_SECRET_SUFFIX = "-mpi-ssh-auth"
 HOSTFILE_CONFIG_MAP_SUFFIX = "-mpi-hostfile"
@@ -56,14 +56,6 @@ def generate_ssh_key_pair() -> SSHKeyPair:
     )
     public = private_key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return SSHKeyPair(private_pem=private_pem, public_openssh=public + b"\n")
-
-
-def _gpu_count(resources: dict[str, Any]) -> int:
-    """Trainer's GetNumGPUPerNode: the first resource whose name contains "gpu"."""
-    for name, quantity in resources.items():
-        if "gpu" in name.lower():
-            return int(quantity.value)
-    return 0
 
 
 class MPIPlugin:
@@ -137,7 +129,7 @@ class MPIPlugin:
         elif slots == 1:
             # One process per GPU when the runtime leaves the default of 1.
             resources = self._node_resources(info, trainjob)
-            gpus = _gpu_count(resources)
+            gpus = gpu_count(resources)
             slots = gpus if gpus > 1 else 1
         info.resolved["mpiSlots"] = slots
 

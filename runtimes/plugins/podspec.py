@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.k8s.core import ResourceRequirements
+from runtimes.k8s.quantity import parse_quantity
 
 
 def find_container(pod_spec: dict[str, Any], name: str, *, init: bool = False) -> dict[str, Any] | None:
@@ -73,3 +74,14 @@ def set_metadata_entries(obj: dict[str, Any], field: str, entries: dict[str, str
         return
     metadata = obj.setdefault("metadata", {})
     metadata[field] = {**(metadata.get(field) or {}), **entries}
+
+
+def gpu_count(resources: dict[str, Any]) -> int:
+    """Trainer's GetNumGPUPerNode: the first resource whose name contains "gpu" (0 without one).
+
+    Values may be Quantities or the strings of a Kubernetes dict.
+    """
+    for name, quantity in resources.items():
+        if "gpu" in name.lower():
+            return int(parse_quantity(str(quantity)))
+    return 0

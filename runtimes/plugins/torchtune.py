@@ -16,9 +16,8 @@ from typing import Any
 from runtimes.api.trainer import NODE, TrainJob
 from runtimes.errors import FieldError
 from runtimes.k8s.core import ResourceRequirements
-from runtimes.k8s.quantity import parse_quantity
 from runtimes.plugins.framework import RuntimeInfo
-from runtimes.plugins.podspec import find_container
+from runtimes.plugins.podspec import find_container, gpu_count
 
 TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 
@@ -86,22 +85,15 @@ def recipe_and_config(
     return recipe, f"{model}{suffix}"
 
 
-def _gpus(resources: dict[str, Any]) -> int:
-    for name, quantity in resources.items():
-        if "gpu" in name.lower():
-            return int(parse_quantity(str(quantity)))
-    return 0
-
-
 def gpus_per_node(info: RuntimeInfo, trainjob: TrainJob) -> int:
     """GPUs of one node: the TrainJob's resourcesPerNode, else the runtime's ``node`` container."""
     trainer = trainjob.spec.trainer
     given: ResourceRequirements | None = trainer.resources_per_node if trainer else None
     if given is not None:
-        return _gpus(dict(given.requests)) or _gpus(dict(given.limits))
+        return gpu_count(dict(given.requests)) or gpu_count(dict(given.limits))
     container = _runtime_node_container(info)
     resources = (container or {}).get("resources") or {}
-    return _gpus(resources.get("requests") or {}) or _gpus(resources.get("limits") or {})
+    return gpu_count(resources.get("requests") or {}) or gpu_count(resources.get("limits") or {})
 
 
 def _runtime_node_container(info: RuntimeInfo) -> dict[str, Any] | None:
