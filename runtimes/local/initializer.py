@@ -73,15 +73,19 @@ def probe(url: str, timeout: float) -> None:
         raise InitializerError(f"cannot reach {url} (offline?): {outcome[0]}", EXIT_OFFLINE)
 
 
+def _probe_for(uri: str, endpoint: str, fix: str, timeout: float) -> None:
+    """Fail fast, naming ``uri`` and the fix, when ``endpoint`` cannot be reached."""
+    try:
+        probe(endpoint, timeout)
+    except InitializerError as error:
+        raise InitializerError(f"{uri}: {error}; {fix}", error.exit_code) from None
+
+
 def _remote(uri: str, target: Path, timeout: float) -> str:
     parsed = urlparse(uri)
     if parsed.scheme == "hf":
-        endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
         fix = "download it on a machine with network access and use a file:// STORAGE_URI"
-        try:
-            probe(endpoint, timeout)
-        except InitializerError as error:
-            raise InitializerError(f"{uri}: {error}; {fix}", error.exit_code) from None
+        _probe_for(uri, os.environ.get("HF_ENDPOINT", "https://huggingface.co"), fix, timeout)
         try:
             from huggingface_hub import snapshot_download  # type: ignore[import-not-found]
         except ImportError:
@@ -92,12 +96,8 @@ def _remote(uri: str, target: Path, timeout: float) -> str:
         snapshot_download(f"{parsed.netloc}{parsed.path}", repo_type=repo_type, local_dir=str(target))
         return f"downloaded {uri}"
     if parsed.scheme == "s3":
-        endpoint = os.environ.get("AWS_ENDPOINT_URL", "https://s3.amazonaws.com")
         fix = "copy the objects locally and use a file:// STORAGE_URI"
-        try:
-            probe(endpoint, timeout)
-        except InitializerError as error:
-            raise InitializerError(f"{uri}: {error}; {fix}", error.exit_code) from None
+        _probe_for(uri, os.environ.get("AWS_ENDPOINT_URL", "https://s3.amazonaws.com"), fix, timeout)
         try:
             import boto3  # type: ignore[import-not-found]
         except ImportError:
