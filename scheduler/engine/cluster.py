@@ -19,6 +19,7 @@ from scheduler.api.kueue import (
     Topology,
     WorkloadPriorityClass,
 )
+from scheduler.engine.admitted import AdmittedWorkloads
 from scheduler.engine.queues import ClusterQueueQueue
 from scheduler.engine.quota import (
     FlavorResource,
@@ -26,7 +27,6 @@ from scheduler.engine.quota import (
     recompute_cohort_usage,
     recompute_subtree_quotas,
 )
-from scheduler.engine.workloads import WorkloadInfo
 
 
 @dataclass(slots=True)
@@ -45,7 +45,7 @@ class ClusterQueueInfo:
     groups: list[ResourceGroupInfo]
     group_of: dict[str, int]  # resource -> index into groups
     queue: ClusterQueueQueue
-    admitted: dict[str, WorkloadInfo] = field(default_factory=dict)
+    admitted: AdmittedWorkloads = field(default_factory=AdmittedWorkloads)
     inactive_reason: str | None = None
 
     @property

@@ -193,7 +193,7 @@ class AdmissionEngine:
         info.state = WorkloadState.ADMITTED
         info.pods_ready = workload.status.is_true("PodsReady")
         if cq is not None:
-            cq.admitted[info.key] = info
+            cq.admitted.add(info)
             for fr, amount in usage.items():
                 cq.node.add_usage(fr, amount)
             info.admission.borrowed = {fr: cq.node.borrowed(fr) for fr in usage if cq.node.borrowed(fr)}
@@ -310,7 +310,7 @@ class AdmissionEngine:
         workload.admitted_at = now
         workload.pods_ready = False
         workload.reason = ""
-        cq.admitted[workload.key] = workload
+        cq.admitted.add(workload)
         self.placements.reserve(admission)
         self._arm_pods_ready_timer(workload)
 
@@ -324,7 +324,7 @@ class AdmissionEngine:
                 for fr, amount in workload.admission.usage.items():
                     cq.node.remove_usage(fr, amount)
         if cq is not None:
-            cq.admitted.pop(workload.key, None)
+            cq.admitted.discard(workload.key)
             self.unpark_cohort(cq)
         workload.admission = None
 

@@ -15,10 +15,19 @@ LessThanOrEqualToFinalShare then LessThanInitialShare.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from scheduler.api.kueue import ClusterQueuePreemption
+from scheduler.engine.candidates import (
+    Candidate,
+    CandidatePool,
+    cohort_pools,
+    listed,
+    ordering,
+    own_pools,
+    usage_by_queue,
+)
 from scheduler.engine.cluster import ClusterQueueInfo
 from scheduler.engine.fairsharing import dominant_resource_share
 from scheduler.engine.quota import FlavorResource, QuotaNode
@@ -39,34 +48,6 @@ class Victim:
     workload: WorkloadInfo
     reason: str
     message: str
-
-
-@dataclass(slots=True)
-class _Candidate:
-    workload: WorkloadInfo
-    cluster_queue: ClusterQueueInfo
-    same_queue: bool
-
-
-def satisfies_policy(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
-    """Kueue's SatisfiesPreemptionPolicy for one candidate."""
-    if policy == "LowerPriority":
-        return candidate.priority < preemptor.priority
-    if policy == "LowerOrNewerEqualPriority":
-        return candidate.priority < preemptor.priority or (
-            candidate.priority == preemptor.priority and candidate.queue_order_time > preemptor.queue_order_time
-        )
-    return policy == "Any"
-
-
-def _uses(workload: WorkloadInfo, contested: Iterable[FlavorResource]) -> bool:
-    usage = workload.admission.usage if workload.admission else {}
-    return any(usage.get(fr, 0) > 0 for fr in contested)
-
-
-def _ordering(candidate: _Candidate) -> tuple[bool, int, float, str]:
-    w = candidate.workload
-    return (candidate.same_queue, w.priority, -w.admitted_at, w.uid)
 
 
 def _remove(cq: ClusterQueueInfo, workload: WorkloadInfo) -> None:
@@ -114,13 +95,13 @@ class _Removal:
         self.cq = cq
         self.usage = usage
         self.extra_fit = extra_fit
-        self.out: list[_Candidate] = []
+        self.out: list[Candidate] = []
 
-    def take(self, candidate: _Candidate) -> None:
+    def take(self, candidate: Candidate) -> None:
         _remove(candidate.cluster_queue, candidate.workload)
         self.out.append(candidate)
 
-    def give_back(self, candidate: _Candidate) -> None:
+    def give_back(self, candidate: Candidate) -> None:
         _restore(candidate.cluster_queue, candidate.workload)
         self.out.remove(candidate)
 
@@ -129,7 +110,7 @@ class _Removal:
             self.extra_fit is None or self.extra_fit([c.workload for c in self.out])
         )
 
-    def fill_back(self, allow_borrowing: bool) -> list[_Candidate]:
+    def fill_back(self, allow_borrowing: bool) -> list[Candidate]:
         """Re-admit, newest removal first (the last one is needed), every victim not needed."""
         for candidate in reversed(self.out[:-1]):
             self.give_back(candidate)
@@ -146,16 +127,16 @@ class _Removal:
 def _search(
     cq: ClusterQueueInfo,
     usage: dict[FlavorResource, int],
-    candidates: list[_Candidate],
+    pools: list[CandidatePool],
     allow_borrowing: bool,
     extra_fit: ExtraFit | None,
-) -> list[_Candidate] | None:
-    """Remove candidates in order until the preemptor fits, then fill back: a minimal set."""
-    if not _fits_without_all(cq, usage, candidates, allow_borrowing):
+) -> list[Candidate] | None:
+    """Remove candidates in Kueue's order until the preemptor fits, then fill back: a minimal set."""
+    if not _fits_without_all(cq, usage, pools, allow_borrowing):
         return None
     removal = _Removal(cq, usage, extra_fit)
     try:
-        for candidate in candidates:
+        for candidate in listed(pools):
             removal.take(candidate)
             if removal.fits(allow_borrowing):
                 return removal.fill_back(allow_borrowing)
@@ -165,29 +146,20 @@ def _search(
 
 
 def _fits_without_all(
-    cq: ClusterQueueInfo, usage: dict[FlavorResource, int], candidates: list[_Candidate], allow_borrowing: bool
+    cq: ClusterQueueInfo, usage: dict[FlavorResource, int], pools: list[CandidatePool], allow_borrowing: bool
 ) -> bool:
     """Would the preemptor's quota fit with every candidate gone? Removing usage only ever frees
     quota, so when this is False no prefix of the candidates fits either and the search would
-    walk them all for nothing. Removal is summed per ClusterQueue: the quota tree composes."""
-    per_queue: dict[int, tuple[ClusterQueueInfo, dict[FlavorResource, int]]] = {}
-    for candidate in candidates:
-        admission = candidate.workload.admission
-        if admission is None:
-            continue
-        entry = per_queue.get(id(candidate.cluster_queue))
-        if entry is None:
-            entry = per_queue[id(candidate.cluster_queue)] = (candidate.cluster_queue, {})
-        totals = entry[1]
-        for fr, amount in admission.usage.items():
-            totals[fr] = totals.get(fr, 0) + amount
-    for queue, totals in per_queue.values():
+    walk them all for nothing. Removal is summed per ClusterQueue (the quota tree composes), from
+    the priority levels' totals where whole levels are candidates, so no candidate is listed."""
+    removed = usage_by_queue(pools)
+    for queue, totals in removed:
         for fr, amount in totals.items():
             queue.node.remove_usage(fr, amount)
     try:
         return _fits(cq, usage, allow_borrowing)
     finally:
-        for queue, totals in per_queue.values():
+        for queue, totals in removed:
             for fr, amount in totals.items():
                 queue.node.add_usage(fr, amount)
 
@@ -217,58 +189,14 @@ def find_victims(
     return _classical_victims(cq, preemptor, usage, contested, cluster_queues, policy, extra_fit)
 
 
-def _own_candidates(
-    cq: ClusterQueueInfo,
-    preemptor: WorkloadInfo,
-    contested: list[FlavorResource],
-    policy: ClusterQueuePreemption,
-) -> list[_Candidate]:
-    within = policy.within_cluster_queue
-    if within == "Never":
-        return []
-    if within == "LowerPriority":  # the usual policy, tested inline: every preemption probe scans here
-        priority = preemptor.priority
-        allowed = [w for w in cq.admitted.values() if w.priority < priority]
-    else:
-        allowed = [w for w in cq.admitted.values() if satisfies_policy(within, preemptor, w)]
-    return [_Candidate(w, cq, True) for w in allowed if w is not preemptor and _uses(w, contested)]
-
-
-def _cohort_candidates(
-    cq: ClusterQueueInfo,
-    preemptor: WorkloadInfo,
-    contested: list[FlavorResource],
-    cluster_queues: dict[str, ClusterQueueInfo],
-    policy_name: str,
-    also: Callable[[WorkloadInfo], bool] = lambda _: True,
-) -> list[_Candidate]:
-    if cq.node.parent is None or policy_name == "Never":
-        return []
-    found: list[_Candidate] = []
-    for leaf in cq.node.root().leaves():
-        if leaf is cq.node:
-            continue
-        other = cluster_queues.get(leaf.name)
-        if other is None or not any(leaf.is_borrowing(fr) for fr in contested):
-            continue  # only ClusterQueues over their nominal quota can be reclaimed from
-        found.extend(
-            _Candidate(w, other, False)
-            for w in other.admitted.values()
-            if _uses(w, contested) and satisfies_policy(policy_name, preemptor, w) and also(w)
-        )
-    return found
-
-
-def _may_end_within_nominal(cq: ClusterQueueInfo, usage: dict[FlavorResource, int], own: list[_Candidate]) -> bool:
+def _may_end_within_nominal(cq: ClusterQueueInfo, usage: dict[FlavorResource, int], own: list[CandidatePool]) -> bool:
     """Could the preemptor end within its nominal quota? Only its own ClusterQueue's victims
     lower that ClusterQueue's usage, so when even all of them are not enough, no reclaim search
     can succeed (a shortcut that decides nothing differently; it skips gathering candidates)."""
     freed: dict[FlavorResource, int] = {}
-    for candidate in own:
-        admission = candidate.workload.admission
-        if admission is not None:
-            for fr, amount in admission.usage.items():
-                freed[fr] = freed.get(fr, 0) + amount
+    for pool in own:
+        for fr, amount in pool.usage().items():
+            freed[fr] = freed.get(fr, 0) + amount
     return all(not cq.node.borrowing_with(fr, amount - freed.get(fr, 0)) for fr, amount in usage.items())
 
 
@@ -281,39 +209,35 @@ def _classical_victims(
     policy: ClusterQueuePreemption,
     extra_fit: ExtraFit | None,
 ) -> list[Victim] | None:
-    own = _own_candidates(cq, preemptor, contested, policy)
+    own = own_pools(cq, preemptor, contested, policy.within_cluster_queue)
     node = cq.node
     within_nominal_possible = all(amount <= node.subtree.get(fr, 0) for fr, amount in usage.items())
     # 1. Reclaim without borrowing: the preemptor ends within its nominal quota, so any borrower
     #    the reclaim policy allows may be evicted.
     if within_nominal_possible and _may_end_within_nominal(cq, usage, own):
-        reclaim = _cohort_candidates(cq, preemptor, contested, cluster_queues, policy.reclaim_within_cohort)
-        chosen = _search(cq, usage, sorted(own + reclaim, key=_ordering), False, extra_fit)
+        reclaim = cohort_pools(cq, preemptor, contested, cluster_queues, policy.reclaim_within_cohort)
+        chosen = _search(cq, usage, own + reclaim, False, extra_fit)
         if chosen is not None:
             return [_victim(c, cq, preemptor, borrowing=False) for c in chosen]
     # 2. Preemption while borrowing: own queue, plus lower-priority borrowers when
     #    borrowWithinCohort allows it.
     borrow_policy = policy.borrow_within_cohort
-    while_borrowing: list[_Candidate] = []
-    if borrow_policy is not None and borrow_policy.policy == "LowerPriority":
-        threshold = borrow_policy.max_priority_threshold
-        while_borrowing = _cohort_candidates(
-            cq,
-            preemptor,
-            contested,
-            cluster_queues,
-            "LowerPriority",
-            lambda w: threshold is None or w.priority <= threshold,
+    while_borrowing: list[CandidatePool] = []
+    if (
+        borrow_policy is not None
+        and borrow_policy.policy == "LowerPriority"
+        and policy.reclaim_within_cohort != "Never"
+    ):
+        while_borrowing = cohort_pools(
+            cq, preemptor, contested, cluster_queues, "LowerPriority", borrow_policy.max_priority_threshold
         )
-        if policy.reclaim_within_cohort == "Never":
-            while_borrowing = []
-    chosen = _search(cq, usage, sorted(own + while_borrowing, key=_ordering), True, extra_fit)
+    chosen = _search(cq, usage, own + while_borrowing, True, extra_fit)
     if chosen is None:
         return None
     return [_victim(c, cq, preemptor, borrowing=True) for c in chosen]
 
 
-def _victim(candidate: _Candidate, cq: ClusterQueueInfo, preemptor: WorkloadInfo, borrowing: bool) -> Victim:
+def _victim(candidate: Candidate, cq: ClusterQueueInfo, preemptor: WorkloadInfo, borrowing: bool) -> Victim:
     if candidate.same_queue:
         reason = IN_CLUSTER_QUEUE
     elif borrowing:
@@ -348,8 +272,8 @@ def _fair_sharing_victims(
     policy: ClusterQueuePreemption,
     extra_fit: ExtraFit | None,
 ) -> list[Victim] | None:
-    own = sorted(_own_candidates(cq, preemptor, contested, policy), key=_ordering)
-    others = _cohort_candidates(cq, preemptor, contested, cluster_queues, policy.reclaim_within_cohort)
+    own = listed(own_pools(cq, preemptor, contested, policy.within_cluster_queue))
+    others = listed(cohort_pools(cq, preemptor, contested, cluster_queues, policy.reclaim_within_cohort))
     node = cq.node
     within_nominal = all(node.usage.get(fr, 0) + usage[fr] <= node.subtree.get(fr, 0) for fr in contested)
     for strict in (False, True):  # LessThanOrEqualToFinalShare, then LessThanInitialShare
@@ -364,7 +288,7 @@ def _fair_sharing_victims(
             pool = list(others)
             while not fits and pool:
                 # the ClusterQueue with the highest share gives up a workload first
-                pool.sort(key=lambda c: (-dominant_resource_share(c.cluster_queue.node, {}), _ordering(c)))
+                pool.sort(key=lambda c: (-dominant_resource_share(c.cluster_queue.node, {}), ordering(c)))
                 candidate = pool.pop(0)
                 if not within_nominal and not _fair_share_allows(node, usage, candidate, strict):
                     continue
@@ -401,7 +325,7 @@ def _almost_lowest_common_ancestors(preemptor: QuotaNode, target: QuotaNode) -> 
     return below, target_path[index - 1] if index > 0 else target
 
 
-def _fair_share_allows(node: QuotaNode, usage: dict[FlavorResource, int], candidate: _Candidate, strict: bool) -> bool:
+def _fair_share_allows(node: QuotaNode, usage: dict[FlavorResource, int], candidate: Candidate, strict: bool) -> bool:
     """Kueue's fair-sharing preemption strategies for a candidate in another ClusterQueue.
 
     Shares are those of the preemptor's and the target's almost-lowest-common-ancestors, with the

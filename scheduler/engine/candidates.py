@@ -1,0 +1,174 @@
+"""Preemption candidates, gathered per ClusterQueue and priority level before any is visited.
+
+Kueue's candidates for a preemptor are the admitted workloads that use a contested
+(flavor, resource) and that the preemption policy allows: in the preemptor's own ClusterQueue by
+``withinClusterQueue``, in borrowing ClusterQueues of the cohort by ``reclaimWithinCohort`` (or
+``borrowWithinCohort``). Both policies decide by priority, so whole priority levels of
+``AdmittedWorkloads`` are in or out at once. A ``CandidatePool`` is one such level; it can say
+what its candidates use in total without listing them when every workload of the level uses a
+contested resource, which is what lets the search rule out a hopeless preemption cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scheduler.engine.admitted import PriorityLevel
+from scheduler.engine.cluster import ClusterQueueInfo
+from scheduler.engine.quota import FlavorResource
+from scheduler.engine.workloads import WorkloadInfo
+
+
+@dataclass(slots=True)
+class Candidate:
+    workload: WorkloadInfo
+    cluster_queue: ClusterQueueInfo
+    same_queue: bool
+
+
+def ordering(candidate: Candidate) -> tuple[bool, int, float, str]:
+    """Kueue's candidate order: other ClusterQueues first, lower priority, newest admitted, UID."""
+    w = candidate.workload
+    return (candidate.same_queue, w.priority, -w.admitted_at, w.uid)
+
+
+def satisfies_policy(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
+    """Kueue's SatisfiesPreemptionPolicy for one candidate."""
+    if policy == "LowerPriority":
+        return candidate.priority < preemptor.priority
+    if policy == "LowerOrNewerEqualPriority":
+        return candidate.priority < preemptor.priority or (
+            candidate.priority == preemptor.priority and candidate.queue_order_time > preemptor.queue_order_time
+        )
+    return policy == "Any"
+
+
+def uses(workload: WorkloadInfo, contested: list[FlavorResource]) -> bool:
+    usage = workload.admission.usage if workload.admission else {}
+    return any(usage.get(fr, 0) > 0 for fr in contested)
+
+
+@dataclass(slots=True)
+class CandidatePool:
+    """The candidates of one ClusterQueue at one priority level."""
+
+    cluster_queue: ClusterQueueInfo
+    level: PriorityLevel
+    same_queue: bool
+    contested: list[FlavorResource]
+    check: Callable[[WorkloadInfo], bool] | None = None  # a per-workload condition the level does not settle
+
+    def _whole(self) -> bool:
+        return self.check is None and self.level.used_by_all(self.contested)
+
+    def candidates(self) -> list[Candidate]:
+        cq, same_queue = self.cluster_queue, self.same_queue
+        workloads = self.level.workloads.values()
+        if self._whole():
+            return [Candidate(w, cq, same_queue) for w in workloads]
+        check, contested = self.check, self.contested
+        return [Candidate(w, cq, same_queue) for w in workloads if uses(w, contested) and (check is None or check(w))]
+
+    def usage(self) -> dict[FlavorResource, int]:
+        """What the pool's candidates use together (the level's own total when all are candidates)."""
+        if self._whole():
+            return self.level.usage
+        totals: dict[FlavorResource, int] = {}
+        for candidate in self.candidates():
+            admission = candidate.workload.admission
+            if admission is not None:
+                for fr, amount in admission.usage.items():
+                    totals[fr] = totals.get(fr, 0) + amount
+        return totals
+
+
+def listed(pools: list[CandidatePool]) -> list[Candidate]:
+    """Every candidate of ``pools``, in Kueue's order."""
+    found: list[Candidate] = []
+    for pool in pools:
+        found.extend(pool.candidates())
+    found.sort(key=ordering)
+    return found
+
+
+def _levels(cq: ClusterQueueInfo, policy: str, priority: int) -> list[PriorityLevel]:
+    admitted = cq.admitted
+    if policy == "LowerPriority":
+        return admitted.levels_below(priority)
+    if policy == "LowerOrNewerEqualPriority":
+        return admitted.levels_up_to(priority)
+    if policy == "Any":
+        return admitted.levels()
+    return []  # Never (or a policy Kueue does not know): nobody
+
+
+def _pools(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    contested: list[FlavorResource],
+    policy: str,
+    same_queue: bool,
+    max_priority: int | None = None,
+) -> list[CandidatePool]:
+    pools: list[CandidatePool] = []
+    for level in _levels(cq, policy, preemptor.priority):
+        if max_priority is not None and level.priority > max_priority:
+            break
+        if not level.used_by_any(contested):
+            continue
+        check: Callable[[WorkloadInfo], bool] | None = None
+        if policy == "LowerOrNewerEqualPriority" and level.priority == preemptor.priority:
+
+            def check(w: WorkloadInfo) -> bool:
+                return satisfies_policy(policy, preemptor, w) and w is not preemptor
+
+        elif same_queue and preemptor.key in level.workloads:  # asked about a workload already admitted
+
+            def check(w: WorkloadInfo) -> bool:
+                return w is not preemptor
+
+        pools.append(CandidatePool(cq, level, same_queue, contested, check))
+    return pools
+
+
+def own_pools(
+    cq: ClusterQueueInfo, preemptor: WorkloadInfo, contested: list[FlavorResource], policy: str
+) -> list[CandidatePool]:
+    """Candidates in the preemptor's own ClusterQueue, by ``withinClusterQueue``."""
+    return _pools(cq, preemptor, contested, policy, same_queue=True)
+
+
+def cohort_pools(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    contested: list[FlavorResource],
+    cluster_queues: dict[str, ClusterQueueInfo],
+    policy: str,
+    max_priority: int | None = None,
+) -> list[CandidatePool]:
+    """Candidates in the other ClusterQueues of the cohort tree that borrow a contested resource."""
+    if cq.node.parent is None or policy == "Never":
+        return []
+    pools: list[CandidatePool] = []
+    for leaf in cq.node.root().leaves():
+        if leaf is cq.node:
+            continue
+        other = cluster_queues.get(leaf.name)
+        if other is None or not any(leaf.is_borrowing(fr) for fr in contested):
+            continue  # only ClusterQueues over their nominal quota can be reclaimed from
+        pools.extend(_pools(other, preemptor, contested, policy, same_queue=False, max_priority=max_priority))
+    return pools
+
+
+def usage_by_queue(pools: list[CandidatePool]) -> list[tuple[ClusterQueueInfo, dict[FlavorResource, int]]]:
+    """What all of ``pools``' candidates use, summed per ClusterQueue."""
+    per_queue: dict[int, tuple[ClusterQueueInfo, dict[FlavorResource, int]]] = {}
+    for pool in pools:
+        entry = per_queue.get(id(pool.cluster_queue))
+        if entry is None:
+            entry = per_queue[id(pool.cluster_queue)] = (pool.cluster_queue, {})
+        totals = entry[1]
+        for fr, amount in pool.usage().items():
+            totals[fr] = totals.get(fr, 0) + amount
+    return list(per_queue.values())
