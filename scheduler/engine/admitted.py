@@ -27,6 +27,10 @@ class PriorityLevel:
     workloads: dict[str, WorkloadInfo] = field(default_factory=dict)
     usage: dict[FlavorResource, int] = field(default_factory=dict)  # summed over ``workloads``
     users: dict[FlavorResource, int] = field(default_factory=dict)  # how many use each (usage > 0)
+    # Admissions usually come in time order, so ``workloads`` (insertion order) is already
+    # oldest first; one restored out of order (an older status stamp) sets this to False.
+    in_time_order: bool = True
+    last_admitted_at: float = float("-inf")
 
     def __len__(self) -> int:
         return len(self.workloads)
@@ -38,6 +42,27 @@ class PriorityLevel:
 
     def used_by_any(self, resources: list[FlavorResource]) -> bool:
         return any(self.users.get(fr, 0) > 0 for fr in resources)
+
+    def newest_first(self) -> Iterator[WorkloadInfo]:
+        """The workloads by admission time, newest first, ties by UID: Kueue's order within a level.
+
+        Lazy: a preemption search usually stops after a few candidates, so the level is walked
+        backwards rather than sorted whole.
+        """
+        if not self.in_time_order:
+            yield from sorted(self.workloads.values(), key=lambda w: (-w.admitted_at, w.uid))
+            return
+        tied: list[WorkloadInfo] = []
+        for workload in reversed(self.workloads.values()):
+            if tied and workload.admitted_at != tied[0].admitted_at:
+                yield from _by_uid(tied)
+                tied = []
+            tied.append(workload)
+        yield from _by_uid(tied)
+
+
+def _by_uid(tied: list[WorkloadInfo]) -> list[WorkloadInfo]:
+    return tied if len(tied) == 1 else sorted(tied, key=lambda w: w.uid)
 
 
 class AdmittedWorkloads(Mapping[str, WorkloadInfo]):
@@ -79,6 +104,9 @@ class AdmittedWorkloads(Mapping[str, WorkloadInfo]):
             level = self._levels[priority] = PriorityLevel(priority)
             bisect.insort(self._priorities, priority)
         level.workloads[workload.key] = workload
+        if workload.admitted_at < level.last_admitted_at:
+            level.in_time_order = False
+        level.last_admitted_at = workload.admitted_at
         for fr, amount in usage.items():
             level.usage[fr] = level.usage.get(fr, 0) + amount
             if amount > 0:

@@ -11,7 +11,8 @@ contested resource, which is what lets the search rule out a hopeless preemption
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from scheduler.engine.admitted import PriorityLevel
@@ -62,34 +63,54 @@ class CandidatePool:
     def _whole(self) -> bool:
         return self.check is None and self.level.used_by_all(self.contested)
 
-    def candidates(self) -> list[Candidate]:
+    def _admits(self, workload: WorkloadInfo) -> bool:
+        return uses(workload, self.contested) and (self.check is None or self.check(workload))
+
+    def candidates(self) -> Iterator[Candidate]:
+        """The pool's candidates in Kueue's order: newest admitted first, then UID."""
         cq, same_queue = self.cluster_queue, self.same_queue
-        workloads = self.level.workloads.values()
-        if self._whole():
-            return [Candidate(w, cq, same_queue) for w in workloads]
-        check, contested = self.check, self.contested
-        return [Candidate(w, cq, same_queue) for w in workloads if uses(w, contested) and (check is None or check(w))]
+        whole = self._whole()
+        for workload in self.level.newest_first():
+            if whole or self._admits(workload):
+                yield Candidate(workload, cq, same_queue)
 
     def usage(self) -> dict[FlavorResource, int]:
         """What the pool's candidates use together (the level's own total when all are candidates)."""
         if self._whole():
             return self.level.usage
         totals: dict[FlavorResource, int] = {}
-        for candidate in self.candidates():
-            admission = candidate.workload.admission
-            if admission is not None:
-                for fr, amount in admission.usage.items():
+        for workload in self.level.workloads.values():
+            if workload.admission is not None and self._admits(workload):
+                for fr, amount in workload.admission.usage.items():
                     totals[fr] = totals.get(fr, 0) + amount
         return totals
 
 
+def _newest_first(candidate: Candidate) -> tuple[float, str]:
+    return (-candidate.workload.admitted_at, candidate.workload.uid)
+
+
+def in_order(pools: list[CandidatePool]) -> Iterator[Candidate]:
+    """Every candidate of ``pools`` in Kueue's order (``ordering``), produced lazily.
+
+    Pools come in (same ClusterQueue, priority) order; pools of one priority from several
+    ClusterQueues are merged by admission time. A search that stops after its first few
+    victims never looks at the rest.
+    """
+    groups: dict[tuple[bool, int], list[CandidatePool]] = {}
+    for pool in pools:
+        groups.setdefault((pool.same_queue, pool.level.priority), []).append(pool)
+    for key in sorted(groups):
+        members = groups[key]
+        if len(members) == 1:
+            yield from members[0].candidates()
+        else:
+            yield from heapq.merge(*(pool.candidates() for pool in members), key=_newest_first)
+
+
 def listed(pools: list[CandidatePool]) -> list[Candidate]:
     """Every candidate of ``pools``, in Kueue's order."""
-    found: list[Candidate] = []
-    for pool in pools:
-        found.extend(pool.candidates())
-    found.sort(key=ordering)
-    return found
+    return list(in_order(pools))
 
 
 def _levels(cq: ClusterQueueInfo, policy: str, priority: int) -> list[PriorityLevel]:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
     from scheduler.engine.flavors import Assignment
     from scheduler.engine.workloads import Admission, WorkloadInfo
-    from scheduler.topology import GangPlacement, PlacementFailure, PodSetRequest, TopologyPlacer
+    from scheduler.topology import GangPlacement, GangRequest, PlacementFailure, PodSetRequest, TopologyPlacer
 
 
 _REQUEST_CACHE_LIMIT = 4096
@@ -35,6 +35,11 @@ class PlacementBook:
         self._request_cache: dict[tuple[int, str, int], tuple[object, PodSetRequest]] = {}
         # (flavor, ids of cached requests) -> placement on the empty flavor, until nodes change
         self._empty_outcomes: dict[tuple[str, tuple[int, ...]], GangPlacement | PlacementFailure] = {}
+        # (flavor, ids of cached requests) -> (placer version, why it failed): on a full cluster
+        # the heads of one shape fail one after another while nothing frees a node
+        self._failures: dict[tuple[str, tuple[int, ...]], tuple[int, PlacementFailure]] = {}
+        # (flavor, ids of cached requests) -> the gang request built from them
+        self._gangs: dict[tuple[str, tuple[int, ...]], GangRequest] = {}
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -112,11 +117,27 @@ class PlacementBook:
                     outcome = placer.place(request, simulate_empty=True)
                     self._empty_outcomes[(flavor_name, key)] = outcome
             else:
-                outcome = placer.place(request)
+                outcome = self._place_now(placer, flavor_name, key, request)
             if not isinstance(outcome, GangPlacement):
                 return None, f"no topology placement in flavor {flavor_name}: {outcome.reason}"
             placements[flavor_name] = outcome
         return placements, None
+
+    def _place_now(
+        self, placer: TopologyPlacer, flavor_name: str, key: tuple[int, ...], request: GangRequest
+    ) -> GangPlacement | PlacementFailure:
+        """``placer.place``, except that a failure is remembered until the placer's capacity changes."""
+        from scheduler.topology import GangPlacement
+        failed = self._failures.get((flavor_name, key))
+        if failed is not None and failed[0] == placer.version:
+            return failed[1]
+        version = placer.version
+        outcome = placer.place(request)
+        if isinstance(outcome, GangPlacement):
+            self._failures.pop((flavor_name, key), None)
+        else:
+            self._failures[(flavor_name, key)] = (version, outcome)
+        return outcome
 
     def fits_without(
         self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, victims: list[WorkloadInfo]
@@ -145,7 +166,9 @@ class PlacementBook:
             for placer, gangs in shifted:
                 placer.shift_usage(gangs, 1)
 
-    def _requests(self, workload: WorkloadInfo, assignment: Assignment) -> dict[str, tuple[tuple[int, ...], Any]]:
+    def _requests(
+        self, workload: WorkloadInfo, assignment: Assignment
+    ) -> dict[str, tuple[tuple[int, ...], GangRequest]]:
         """Per TAS flavor: (ids of the cached pod set requests, the GangRequest)."""
         if not self.needs_placement(assignment):
             return {}
@@ -165,11 +188,21 @@ class PlacementBook:
                 request = pod_set_request_from_template(choice.pod_set.name, choice.count, template)
                 if len(self._request_cache) >= _REQUEST_CACHE_LIMIT:
                     self._request_cache.clear()
-                    self._empty_outcomes.clear()  # keyed by ids of the requests just dropped
+                    # keyed by ids of the requests just dropped
+                    self._empty_outcomes.clear()
+                    self._failures.clear()
+                    self._gangs.clear()
                 self._request_cache[key] = (template, request)
             for flavor_name in sorted(flavors):
                 by_flavor.setdefault(flavor_name, []).append(request)
-        return {flavor: (tuple(map(id, pod_sets)), GangRequest.of(*pod_sets)) for flavor, pod_sets in by_flavor.items()}
+        requests: dict[str, tuple[tuple[int, ...], GangRequest]] = {}
+        for flavor_name, pod_sets in by_flavor.items():
+            ids = tuple(map(id, pod_sets))
+            gang = self._gangs.get((flavor_name, ids))
+            if gang is None:
+                gang = self._gangs[(flavor_name, ids)] = GangRequest.of(*pod_sets)
+            requests[flavor_name] = (ids, gang)
+        return requests
 
     # ------------------------------------------------------------------------------ bookkeeping
 

@@ -23,6 +23,7 @@ from scheduler.engine.candidates import (
     Candidate,
     CandidatePool,
     cohort_pools,
+    in_order,
     listed,
     ordering,
     own_pools,
@@ -136,7 +137,7 @@ def _search(
         return None
     removal = _Removal(cq, usage, extra_fit)
     try:
-        for candidate in listed(pools):
+        for candidate in in_order(pools):
             removal.take(candidate)
             if removal.fits(allow_borrowing):
                 return removal.fill_back(allow_borrowing)

@@ -13,6 +13,7 @@ tolerate, or does not match the pod set's node selector holds no capacity for th
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ PODS = "pods"
 _CACHED_SHAPES = 32
 _UNBOUNDED = np.int64(1) << 40  # slots of a shape that asks for nothing: bounded only by eligibility
 _NO_LIMIT = np.iinfo(np.int64).max  # a resource the shape does not ask for limits nothing
+# State versions are drawn from one counter, so no two states (nor two moments of one) share one.
+_VERSIONS = itertools.count(1)
 
 EligibilityKey = tuple[tuple[tuple[str | None, ...], ...], tuple[tuple[str, str], ...]]
 
@@ -66,6 +69,7 @@ class CapacityState:
         used: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         self.index = index
+        self.version = next(_VERSIONS)  # changes with every change of free capacity
         self.flavor_tolerations = tuple(flavor_tolerations)
         self.resources = tuple(sorted({res for info in infos for res in info.allocatable}))
         self.resource_index = {res: i for i, res in enumerate(self.resources)}
@@ -213,6 +217,7 @@ class CapacityState:
 
     def apply(self, nodes: IntArray, delta: IntArray) -> None:
         """``used[:, nodes] += delta``; patch every cached shape on just those nodes."""
+        self.version = next(_VERSIONS)
         if len(nodes) < 2 or bool((nodes[1:] > nodes[:-1]).all()):
             # distinct positions (placements list their nodes in topology order): no add.at needed
             unique = nodes
@@ -243,6 +248,7 @@ class CapacityState:
 
     def update_node(self, i: int, info: NodeInfo) -> None:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""
+        self.version = next(_VERSIONS)
         for res in info.allocatable:
             if res not in self.resource_index:
                 raise KeyError(res)  # a new resource: the caller rebuilds

@@ -98,6 +98,11 @@ class TopologyPlacer:
         )
 
     @property
+    def version(self) -> int:
+        """Changes whenever free capacity does: an answer of ``place`` holds while it stays."""
+        return self.state.version
+
+    @property
     def levels(self) -> tuple[str, ...]:
         """The levels a pod set may name: the Topology's, plus the NVLink clique level if present."""
         return self.index.levels
@@ -107,6 +112,7 @@ class TopologyPlacer:
     def place(self, request: GangRequest, *, simulate_empty: bool = False) -> GangPlacement | PlacementFailure:
         """A node for every pod of every pod set, or why not. Reserves nothing."""
         state = self._empty_state() if simulate_empty else self.state
+        version = state.version
         found: dict[str, _Found] = {}
         applied: list[tuple[IntArray, IntArray]] = []
         units = _placement_units(request)
@@ -128,6 +134,7 @@ class TopologyPlacer:
         finally:
             for nodes, delta in reversed(applied):
                 state.apply(nodes, -delta)
+            state.version = version  # the tentative pods are gone again: the same state as before
         return GangPlacement(self.flavor.name, tuple(self._describe(found[p.name]) for p in request.pod_sets))
 
     def _empty_state(self) -> CapacityState:
