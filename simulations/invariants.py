@@ -26,6 +26,7 @@ from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import ClusterQueue, Cohort, ResourceFlavor
 from simulations.cluster import GPU_RESOURCE
+from simulations.tiers import BestTier
 from simulations.workloads import JobSpec
 
 # Columns of the node ledger.
@@ -34,9 +35,19 @@ CPU, MEMORY, GPU, PODS = range(4)
 MAX_VIOLATIONS_KEPT = 100
 
 
+def pod_requests(job: JobSpec) -> tuple[int, int, int, int]:
+    """Per-pod requests in the engine's integer units (cpu millicores, memory bytes, GPUs, pods)."""
+    return (job.cpu_milli, job.memory_mib * 1024 * 1024, job.gpus_per_node, 1)
+
+
 def pod_amounts(job: JobSpec) -> np.ndarray:
-    """Per-pod requests in the engine's integer units: cpu in millicores, memory in bytes."""
-    return np.array([job.cpu_milli, job.memory_mib * 1024 * 1024, job.gpus_per_node, 1], dtype=np.int64)
+    """``pod_requests`` as an int64 row of the node ledger's columns."""
+    return np.array(pod_requests(job), dtype=np.int64)
+
+
+def _at(now: float) -> str:
+    # a violation's timestamp, formatted only when there is a violation to report
+    return f"t={now:.3f}s"
 
 
 class NodeLedger:
@@ -67,15 +78,17 @@ class NodeLedger:
                 self.domains[depth, i] = ids.setdefault(path, len(ids))
         self.placed: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # key -> (node indexes, per-pod amounts)
         # per level: nodes ordered by domain (stable) and where each domain starts, for reduceat
-        self._domain_order: list[np.ndarray | None] = []
-        self._domain_starts: list[np.ndarray] = []
+        domain_order: list[np.ndarray | None] = []
+        domain_starts: list[np.ndarray] = []
         for depth in range(len(self.levels)):
             order = np.argsort(self.domains[depth], kind="stable")
             ordered = self.domains[depth][order]
             starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if count else np.zeros(0, np.int64)
             identity = bool((order == np.arange(count)).all())
-            self._domain_order.append(None if identity else order)
-            self._domain_starts.append(starts)
+            domain_order.append(None if identity else order)
+            domain_starts.append(starts)
+        # reads used/ready in place: they are updated, never rebound
+        self._best_tier = BestTier(self.allocatable, self.used, self.ready, self.domains, domain_order, domain_starts)
 
     @property
     def gpu_capacity(self) -> int:
@@ -89,30 +102,39 @@ class NodeLedger:
         return self.allocatable - self.used
 
     def place(self, key: str, nodes: Sequence[str], amounts: np.ndarray) -> list[str]:
+        index = self.index
+        try:
+            positions = [index[n] for n in nodes]
+        except KeyError:
+            unknown = next(n for n in nodes if n not in index)
+            return [f"{key}: placed on unknown node {unknown}"]
         problems = []
-        unknown = [n for n in nodes if n not in self.index]
-        if unknown:
-            return [f"{key}: placed on unknown node {unknown[0]}"]
-        indexes = np.array([self.index[n] for n in nodes], dtype=np.int64)
-        not_ready = [self.names[i] for i in indexes if not self.ready[i]]
-        if not_ready:
-            problems.append(f"{key}: pod placed on node {not_ready[0]}, which is not Ready")
-        np.add.at(self.used, indexes, amounts)
-        over = np.nonzero((self.used[indexes] > self.allocatable[indexes]).any(axis=1))[0]
-        for position in over[:1]:
-            i = int(indexes[position])
+        indexes = np.array(positions, dtype=np.int64)
+        ready = self.ready[indexes]
+        if not ready.all():
+            first = int(indexes[int(np.argmin(ready))])  # argmin: the first pod on a node not Ready
+            problems.append(f"{key}: pod placed on node {self.names[first]}, which is not Ready")
+        if len(positions) == 1:
+            self.used[positions[0]] += amounts  # one row: plain in-place add, no ufunc.at
+        else:
+            np.add.at(self.used, indexes, amounts)  # a node may host several pods of the gang
+        over_rows = self.used[indexes] > self.allocatable[indexes]
+        if over_rows.any():
+            i = int(indexes[int(np.argmax(over_rows.any(axis=1)))])
             column = int(np.argmax(self.used[i] > self.allocatable[i]))
             problems.append(
                 f"{key}: node {self.names[i]} over capacity for {RESOURCES[column]}: "
                 f"{self.used[i, column]} requested, {self.allocatable[i, column]} allocatable"
             )
         self.placed[key] = (indexes, amounts)
+        self._best_tier.touched(indexes)
         return problems
 
     def release(self, key: str) -> None:
         placed = self.placed.pop(key, None)
         if placed is not None:
             np.subtract.at(self.used, placed[0], placed[1])
+            self._best_tier.touched(placed[0])
 
     def workloads_on(self, node: str) -> list[str]:
         i = self.index[node]
@@ -120,33 +142,22 @@ class NodeLedger:
 
     def lowest_common_level(self, nodes: Sequence[str]) -> int:
         """Deepest level index whose one domain holds every node; -1 when they span the top."""
-        indexes = np.array([self.index[n] for n in nodes], dtype=np.int64)
-        for depth in range(len(self.levels) - 1, -1, -1):
-            values = self.domains[depth, indexes]
-            if (values == values[0]).all():
-                return depth
-        return -1
+        indexes = [self.index[n] for n in nodes]
+        first = indexes[0]
+        if all(i == first for i in indexes):
+            return len(self.levels) - 1  # one node is in one domain at every level
+        columns = self.domains[:, indexes]
+        shared = np.flatnonzero((columns == columns[:, :1]).all(axis=1))
+        return int(shared[-1]) if len(shared) else -1
 
     def best_possible_level(self, pods: int, amounts: np.ndarray, eligible: np.ndarray) -> int:
         """t*: the deepest level with one domain able to host all ``pods`` (-1: none can).
 
         Slots per node are ``min_r ⌊free_r / request_r⌋`` over requested resources, on Ready
-        nodes of the admitted flavor, counted before the gang itself is placed.
+        nodes of the admitted flavor, counted before the gang itself is placed. ``BestTier``
+        keeps the counts per shape and refreshes only the nodes changed since its last answer.
         """
-        slots = np.full(len(self.names), np.iinfo(np.int64).max, dtype=np.int64)
-        for column in range(len(RESOURCES)):
-            if amounts[column] > 0:
-                free = self.allocatable[:, column] - self.used[:, column]
-                slots = np.minimum(slots, free // amounts[column])
-        slots = np.where(eligible & self.ready, np.maximum(slots, 0), 0)
-        if not len(slots):
-            return -1
-        for depth in range(len(self.levels) - 1, -1, -1):
-            order = self._domain_order[depth]
-            per_node = slots if order is None else slots[order]
-            if int(np.add.reduceat(per_node, self._domain_starts[depth]).max()) >= pods:
-                return depth
-        return -1
+        return self._best_tier.best_level(pods, amounts, eligible)
 
 
 @dataclass
@@ -205,6 +216,8 @@ class InvariantChecker:
             for parent in self._ancestors(cohort):
                 key = (parent, flavor, resource)
                 self.subtree_nominal[key] = self.subtree_nominal.get(key, 0) + amount
+        self._holders_of: dict[str, tuple[str, ...]] = {}
+        self._ceilings: dict[tuple[str, str, str], int | None] = {}
 
     def _ancestors(self, name: str) -> list[str]:
         chain, seen = [], {name}
@@ -213,6 +226,14 @@ class InvariantChecker:
             seen.add(name)
             chain.append(name)
         return chain
+
+    def _holders(self, cluster_queue: str) -> tuple[str, ...]:
+        """The ClusterQueue and its cohorts, bottom up (the tree is fixed: walked once per queue)."""
+        holders = self._holders_of.get(cluster_queue)
+        if holders is None:
+            holders = (cluster_queue, *self._ancestors(cluster_queue))
+            self._holders_of[cluster_queue] = holders
+        return holders
 
     def _fail(self, message: str) -> None:
         self.violation_count += 1
@@ -231,54 +252,68 @@ class InvariantChecker:
         now: float,
     ) -> None:
         self.checks += 1
-        at = f"t={now:.3f}s"
         admitted_pods = sum(counts.values()) if counts else job.nodes
         if admitted_pods != job.nodes:
-            self._fail(f"{at} {key}: gang admitted with {admitted_pods} of {job.nodes} pods")
-        amounts = pod_amounts(job)
+            self._fail(f"{_at(now)} {key}: gang admitted with {admitted_pods} of {job.nodes} pods")
         expected: dict[tuple[str, str], int] = {}
-        for column, resource in enumerate(RESOURCES[:3]):
-            if amounts[column] and resource in flavors:
-                expected[(flavors[resource], resource)] = int(amounts[column]) * job.nodes
+        for resource, amount in zip(RESOURCES[:3], pod_requests(job), strict=False):
+            if amount and resource in flavors:
+                expected[(flavors[resource], resource)] = amount * job.nodes
         charged = {fr: amount for fr, amount in usage.items() if amount}
         if charged != expected:
-            self._fail(f"{at} {key}: charged {sorted(charged.items())}, requests × pods are {sorted(expected.items())}")
+            self._fail(
+                f"{_at(now)} {key}: charged {sorted(charged.items())}, requests × pods are {sorted(expected.items())}"
+            )
         on_tas = any(flavor in self.tas_flavors for flavor in flavors.values())
         if on_tas:
             if len(nodes) != job.nodes:
-                self._fail(f"{at} {key}: {len(nodes)} of {job.nodes} pods placed on the TAS flavor")
-            for problem in self.nodes.place(key, nodes, amounts):
-                self._fail(f"{at} {problem}")
+                self._fail(f"{_at(now)} {key}: {len(nodes)} of {job.nodes} pods placed on the TAS flavor")
+            for problem in self.nodes.place(key, nodes, pod_amounts(job)):
+                self._fail(f"{_at(now)} {problem}")
+        holders = self._holders(cluster_queue)
         for (flavor, resource), amount in charged.items():
-            for holder in (cluster_queue, *self._ancestors(cluster_queue)):
+            for holder in holders:
                 k = (holder, flavor, resource)
                 self.usage[k] = self.usage.get(k, 0) + amount
-            self._check_quota(at, key, cluster_queue, flavor, resource)
+            self._check_quota(now, key, holders, flavor, resource)
         self.charged[key] = (cluster_queue, charged)
 
-    def _check_quota(self, at: str, key: str, cq: str, flavor: str, resource: str) -> None:
-        used = self.usage.get((cq, flavor, resource), 0)
+    def _ceiling(self, cq: str, flavor: str, resource: str) -> int | None:
+        """Nominal plus borrowing limit (no limit: None) in a cohort, nominal outside one."""
         nominal = self.tree.nominal.get((cq, flavor, resource), 0)
-        in_cohort = cq in self.tree.cohort_of
+        if cq not in self.tree.cohort_of:
+            return nominal
         limit = self.tree.borrowing_limit.get((cq, flavor, resource))
-        ceiling = nominal + limit if (in_cohort and limit is not None) else (None if in_cohort else nominal)
+        return None if limit is None else nominal + limit
+
+    def _check_quota(self, now: float, key: str, holders: tuple[str, ...], flavor: str, resource: str) -> None:
+        cq = holders[0]
+        used = self.usage.get((cq, flavor, resource), 0)
+        limit_key = (cq, flavor, resource)
+        if limit_key not in self._ceilings:
+            self._ceilings[limit_key] = self._ceiling(cq, flavor, resource)
+        ceiling = self._ceilings[limit_key]
         if ceiling is not None and used > ceiling:
-            self._fail(f"{at} {key}: ClusterQueue {cq} uses {used} {resource} of flavor {flavor}, limit {ceiling}")
-        for cohort in self._ancestors(cq):
+            self._fail(
+                f"{_at(now)} {key}: ClusterQueue {cq} uses {used} {resource} of flavor {flavor}, limit {ceiling}"
+            )
+        for cohort in holders[1:]:
             used = self.usage.get((cohort, flavor, resource), 0)
             capacity = self.subtree_nominal.get((cohort, flavor, resource), 0)
             if used > capacity:
-                self._fail(f"{at} {key}: cohort {cohort} uses {used} {resource} of flavor {flavor}, has {capacity}")
+                self._fail(
+                    f"{_at(now)} {key}: cohort {cohort} uses {used} {resource} of flavor {flavor}, has {capacity}"
+                )
 
     def released(self, key: str) -> None:
         charged = self.charged.pop(key, None)
         if charged is None:
             return
         cluster_queue, usage = charged
+        holders = self._holders(cluster_queue)
         for (flavor, resource), amount in usage.items():
-            for holder in (cluster_queue, *self._ancestors(cluster_queue)):
-                k = (holder, flavor, resource)
-                self.usage[k] -= amount
+            for holder in holders:
+                self.usage[(holder, flavor, resource)] -= amount
         self.nodes.release(key)
 
     def finish(self) -> None:

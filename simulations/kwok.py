@@ -31,6 +31,7 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -198,14 +199,30 @@ def _duration_from(milliseconds: int | None, source: str | None, view: dict[str,
     value = out[0]
     if not isinstance(value, str) or not value:
         return None
+    parsed = _delay_text(value)
+    if not isinstance(parsed, dt.datetime):
+        return parsed
+    virtual_now = SIMULATION_EPOCH + dt.timedelta(seconds=now)
+    return round((parsed - virtual_now).total_seconds() * 1e9)
+
+
+@lru_cache(maxsize=65536)
+def _delay_text(value: str) -> int | dt.datetime | None:
+    """A delay value read: a moment (RFC 3339 with a zone), else Go duration nanoseconds (None: invalid).
+
+    Cached because a gang's delay and jitter annotations usually carry the same text. A Go
+    duration ends in a unit (ns, us, ms, s, m, h) and an ISO moment in a digit or ``Z``, so
+    text ending in s/m/h skips the ``fromisoformat`` attempt that could only fail.
+    """
+    if value[-1] in "smh":
+        return parse_go_duration(value)
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return parse_go_duration(value)
     if moment.tzinfo is None:
         return parse_go_duration(value)
-    virtual_now = SIMULATION_EPOCH + dt.timedelta(seconds=now)
-    return round((moment - virtual_now).total_seconds() * 1e9)
+    return moment
 
 
 # ------------------------------------------------------------------------------------- parsing
@@ -569,7 +586,9 @@ class PodLifecycle:
                     fixed = draw_delay_ns(duration, jitter, rng) / 1e9
                     elapsed = [e + fixed for e in elapsed]
                 else:
-                    elapsed = [e + draw_delay_ns(duration, jitter, rng) / 1e9 for e in elapsed]
+                    # draw_delay_ns's random branch, inlined: one draw per pod of a large gang
+                    span, randrange = jitter - duration, rng.randrange
+                    elapsed = [e + (duration + randrange(span)) / 1e9 for e in elapsed]
             if step.stage.effect.delete:
                 return GangOutcome(ready_after, max(elapsed), False)
             if step.becomes_ready:

@@ -116,8 +116,27 @@ def _walk(values: list[Any], path: tuple[_Key | _Iterate, ...]) -> list[Any]:
     return values
 
 
+@lru_cache(maxsize=512)
+def _plain_path(source: str) -> tuple[str, ...] | None:
+    """The keys of a query that is only ``.a.b["c"]`` steps (delay and weight sources); else None."""
+    steps = compile_query(source)
+    if all(isinstance(step, _Key) for step in steps):
+        return tuple(step.name for step in steps if isinstance(step, _Key))
+    return None
+
+
 def run_query(source: str, data: Any) -> list[Any] | None:
     """Outputs of ``source`` on ``data``; ``None`` where gojq would raise (KWOK: no result)."""
+    names = _plain_path(source)
+    if names is not None:
+        # the common case, one output: the same rules as _walk's _Key step without the lists
+        value = data
+        for name in names:
+            if isinstance(value, dict):
+                value = value.get(name)
+            elif value is not None:
+                return None
+        return [value]
     steps = compile_query(source)
     values: list[Any] = [data]
     try:

@@ -77,13 +77,13 @@ class MetricsRecorder:
         span = now - self._last_time
         if span > 0:
             self._allocated_area += self.allocated * span
+            nominal = self.nominal
             for cq, amount in self.usage.items():
                 if amount:
                     self._usage_area[cq] += amount * span
-            for cq, amount in self.usage.items():
-                over = amount - self.nominal.get(cq, 0)
-                if over > 0:
-                    self._borrowed_area[cq] += over * span
+                    over = amount - nominal.get(cq, 0)
+                    if over > 0:  # only a queue using something can use more than its nominal
+                        self._borrowed_area[cq] += over * span
             self._last_time = now
 
     def submitted(self, key: str, cluster_queue: str, gpus: int, now: float) -> None:

@@ -117,6 +117,7 @@ class Simulation:
         self.generation: dict[str, int] = {}
         self.pending_shapes: Counter[tuple[int, int, int]] = Counter()  # (total gpus, per pod, pods)
         self.flavor_masks = self._flavor_masks()
+        self.all_nodes = np.ones(len(self.ledger.names), dtype=bool)  # one array: t* caches per mask
         self.stage_rng = self.streams.python("stages")
         self.failure_rng = self.streams.python("failures")
         self.foreground = 0
@@ -170,7 +171,7 @@ class Simulation:
         job = self.jobs[decision.key]
         if decision.placed and job.nodes > 1 and self.ledger.levels:
             flavor = next(iter(decision.flavors.values()), None)
-            mask = self.flavor_masks.get(flavor or "", np.ones(len(self.ledger.names), dtype=bool))
+            mask = self.flavor_masks.get(flavor or "", self.all_nodes)
             best = self.ledger.best_possible_level(job.nodes, pod_amounts(job), mask)
         else:
             best = None
@@ -194,7 +195,7 @@ class Simulation:
         shape = (job.gpus, job.gpus_per_node, job.nodes)
         self.pending_shapes[shape] -= 1
         if not self.pending_shapes[shape]:
-            del self.pending_shapes[shape]
+            self.pending_shapes.pop(shape)  # dict.pop: Counter's own __delitem__ is Python code
         generation = self.generation.get(decision.key, 0) + 1
         self.generation[decision.key] = generation
         self.running[decision.key] = _Running(job, amount, generation)
