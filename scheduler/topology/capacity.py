@@ -102,6 +102,11 @@ class CapacityState:
         self._feasible = np.zeros(rows, dtype=np.bool_)
         self._spare_rows = list(range(rows - 1, -1, -1))
         self._active = np.zeros(0, dtype=np.int64)
+        # per active row, for the one-node refresh: (row, requested (resource, amount) pairs or
+        # None when the shape asks for nothing, feasible)
+        self._row_terms: list[tuple[int, list[tuple[int, int]] | None, bool]] = []
+        # node_domain as Python lists: the one-node refresh reads one entry per level
+        self._domain_of: list[list[int]] = [d.tolist() for d in index.node_domain[:-1]]
 
     def _set_node(self, i: int, info: NodeInfo) -> None:
         for res, amount in info.allocatable.items():
@@ -195,7 +200,12 @@ class CapacityState:
         self._feasible[row] = shape.feasible
         self._counts[shape] = row
         self._active = np.array(sorted(self._counts.values()), dtype=np.int64)
+        self._row_terms = [self._terms(r) for r in self._active.tolist()]
         return row
+
+    def _terms(self, row: int) -> tuple[int, list[tuple[int, int]] | None, bool]:
+        requested = [(r, int(d)) for r, d in enumerate(self._divisors[row].tolist()) if not self._unrequested[row, r]]
+        return row, requested or None, bool(self._feasible[row])
 
     def _slots(self, shape: PodShape, free: IntArray, mask: BoolArray) -> IntArray:
         if not shape.feasible:
@@ -233,6 +243,9 @@ class CapacityState:
         rows = self._active
         if not len(rows) or not len(nodes):
             return
+        if len(nodes) == 1:
+            self._refresh_one(int(nodes[0]))
+            return
         free = np.maximum(self.free[:, nodes], 0)  # resources × nodes
         fit = free[None, :, :] // self._divisors[rows][:, :, None]  # shapes × resources × nodes
         fit = np.where(self._unrequested[rows][:, :, None], _NO_LIMIT, fit).min(axis=1, initial=_NO_LIMIT)
@@ -245,6 +258,25 @@ class CapacityState:
         self._slot_rows[block] = fresh
         for level, caps in enumerate(self._cap_rows):
             np.add.at(caps, (rows[:, None], self.index.node_domain[level][nodes][None, :]), change)
+
+    def _refresh_one(self, i: int) -> None:
+        """``_refresh`` of one node in plain Python: most reservations and releases touch one
+        node, and for a handful of cached shapes numpy's per-call cost would dominate. Computes
+        exactly what the vectorized path does."""
+        free = [max(amount, 0) for amount in self.free[:, i].tolist()]
+        slot_rows, row_masks = self._slot_rows, self._row_masks
+        for row, requested, feasible in self._row_terms:
+            if not feasible or not row_masks[row, i]:
+                fresh = 0
+            elif requested is None:
+                fresh = int(_UNBOUNDED)
+            else:
+                fresh = min(free[r] // amount for r, amount in requested)
+            change = fresh - int(slot_rows[row, i])
+            if change:
+                slot_rows[row, i] = fresh
+                for caps, domain_of in zip(self._cap_rows, self._domain_of, strict=True):
+                    caps[row, domain_of[i]] += change
 
     def update_node(self, i: int, info: NodeInfo) -> None:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""

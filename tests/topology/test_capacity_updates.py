@@ -88,3 +88,27 @@ def test_reserve_after_a_node_change_recounts_the_cached_shapes() -> None:
         assert np.array_equal(counts.caps[level], np.add.reduceat(counts.slots, starts))
     placer.release(gang)
     assert not placer.state.used.any()
+
+
+def test_one_node_changes_keep_every_cached_shape_exact() -> None:
+    """Reservations and releases of one pod take the one-node path; the counts stay a recount."""
+    placer = _placer()
+    state = placer.state
+    cordoned = grid([[4, 4], [4]])[5]
+    placer.update_node(cordoned.model_copy(update={"spec": cordoned.spec.model_copy(update={"unschedulable": True})}))
+    for gpus in (1, 2, 8):
+        state.counts(state.shape({GPU: gpus}))
+    held = [_reserve(placer, 1, gpus) for gpus in (1, 2, 1, 8, 2, 1, 1)]
+    for gpus in (1, 2, 8):
+        counts = state.counts(state.shape({GPU: gpus}))
+        assert counts.slots[placer.index.position[cordoned.name]] == 0
+        expected = np.maximum(state.free[state.resource_index[GPU]], 0) // gpus
+        expected[placer.index.position[cordoned.name]] = 0
+        assert np.array_equal(counts.slots, expected)
+        for level, starts in enumerate(placer.index.starts):
+            assert np.array_equal(counts.caps[level], np.add.reduceat(counts.slots, starts))
+    for placement in held:
+        placer.release(placement)
+    assert not state.used.any()
+    whole_nodes = state.counts(state.shape({GPU: 8})).slots
+    assert int(whole_nodes.sum()) == placer.index.size - 1  # every node but the cordoned one, again
