@@ -35,6 +35,9 @@ class QuotaNode:
     usage: dict[FlavorResource, int] = field(default_factory=dict)
     fair_weight: float = 1.0
     tree_height: int = 0  # distance to the furthest leaf below (Kueue's getNodeHeight); set by recompute
+    # potential_available per resource: it depends on quotas only, never on usage, and every
+    # flavor assignment asks it; recompute_subtree_quotas clears it
+    potential: dict[FlavorResource, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------ structure
 
@@ -82,12 +85,17 @@ class QuotaNode:
 
     def potential_available(self, fr: FlavorResource) -> int:
         """The most this node could ever use for ``fr``, on an otherwise empty tree."""
+        most = self.potential.get(fr)
+        if most is not None:
+            return most
         if self.parent is None:
-            return self.subtree.get(fr, 0)
-        most = self.guaranteed.get(fr, 0) + self.parent.potential_available(fr)
-        limit = self.borrowing_limit.get(fr)
-        if limit is not None:
-            most = min(most, self.subtree.get(fr, 0) + limit)
+            most = self.subtree.get(fr, 0)
+        else:
+            most = self.guaranteed.get(fr, 0) + self.parent.potential_available(fr)
+            limit = self.borrowing_limit.get(fr)
+            if limit is not None:
+                most = min(most, self.subtree.get(fr, 0) + limit)
+        self.potential[fr] = most
         return most
 
     def add_usage(self, fr: FlavorResource, amount: int) -> None:
@@ -145,6 +153,7 @@ class QuotaNode:
 
 def recompute_subtree_quotas(root: QuotaNode) -> None:
     """Fill ``subtree``, ``guaranteed`` and ``tree_height`` bottom-up after the tree's shape or quotas changed."""
+    root.potential = {}
     for child in root.children:
         recompute_subtree_quotas(child)
     root.tree_height = 1 + max(child.tree_height for child in root.children) if root.children else 0
