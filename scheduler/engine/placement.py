@@ -8,6 +8,7 @@ a Topology or ResourceFlavor changes; admitted placements are re-reserved after 
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from runtimes.k8s.core import Node
@@ -16,11 +17,21 @@ from scheduler.api.kueue import Workload
 if TYPE_CHECKING:
     from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
     from scheduler.engine.flavors import Assignment
-    from scheduler.engine.workloads import Admission, WorkloadInfo
+    from scheduler.engine.workloads import Admission, PodSetInfo, WorkloadInfo
     from scheduler.topology import GangPlacement, GangRequest, PlacementFailure, PodSetRequest, TopologyPlacer
 
 
 _REQUEST_CACHE_LIMIT = 4096
+# per TAS flavor: (ids of the cached pod set requests, the gang request)
+_Requests = dict[str, tuple[tuple[int, ...], "GangRequest"]]
+
+
+@functools.cache
+def _placement_failure() -> type[PlacementFailure]:
+    """The failure type, imported on first use: the engine loads the placer only for TAS."""
+    from scheduler.topology import PlacementFailure
+
+    return PlacementFailure
 
 
 class PlacementBook:
@@ -40,12 +51,17 @@ class PlacementBook:
         self._failures: dict[tuple[str, tuple[int, ...]], tuple[int, PlacementFailure]] = {}
         # (flavor, ids of cached requests) -> the gang request built from them
         self._gangs: dict[tuple[str, tuple[int, ...]], GangRequest] = {}
+        # assignment shape -> (its pod sets, kept alive; ``_requests``' answer)
+        self._plans: dict[tuple[tuple[object, ...], ...], tuple[list[PodSetInfo], _Requests]] = {}
+        self._tas_flavors: frozenset[str] | None = None  # flavors with a topologyName
 
     # ------------------------------------------------------------------------------ lifecycle
 
     def invalidate(self) -> None:
         self._stale = True
+        self._tas_flavors = None
         self._empty_outcomes.clear()
+        self._plans.clear()  # which flavors need a placement may have changed
 
     def node_changed(self, node: Node) -> None:
         self._empty_outcomes.clear()
@@ -82,11 +98,17 @@ class PlacementBook:
                 placer.reserve(placement)
 
     def is_topology_flavor(self, flavor_name: str) -> bool:
-        flavor = self.model.flavors.get(flavor_name)
-        return flavor is not None and bool(flavor.spec.topology_name)
+        return flavor_name in self._topology_flavors()
+
+    def _topology_flavors(self) -> frozenset[str]:
+        if self._tas_flavors is None:
+            flavors = self.model.flavors.items()
+            self._tas_flavors = frozenset(name for name, flavor in flavors if flavor.spec.topology_name)
+        return self._tas_flavors
 
     def needs_placement(self, assignment: Assignment) -> bool:
-        return any(self.is_topology_flavor(f) for choice in assignment.pod_sets for f in choice.flavors.values())
+        tas = self._topology_flavors()
+        return any(f in tas for choice in assignment.pod_sets for f in choice.flavors.values())
 
     # ------------------------------------------------------------------------------ placing
 
@@ -102,8 +124,7 @@ class PlacementBook:
         requests = self._requests(workload, assignment)
         if not requests:
             return {}, None
-        from scheduler.topology import GangPlacement
-
+        failure = _placement_failure()
         placements: dict[str, Any] = {}
         for flavor_name, (key, request) in requests.items():
             placer = self._placer(flavor_name)
@@ -118,7 +139,7 @@ class PlacementBook:
                     self._empty_outcomes[(flavor_name, key)] = outcome
             else:
                 outcome = self._place_now(placer, flavor_name, key, request)
-            if not isinstance(outcome, GangPlacement):
+            if isinstance(outcome, failure):
                 return None, f"no topology placement in flavor {flavor_name}: {outcome.reason}"
             placements[flavor_name] = outcome
         return placements, None
@@ -127,16 +148,16 @@ class PlacementBook:
         self, placer: TopologyPlacer, flavor_name: str, key: tuple[int, ...], request: GangRequest
     ) -> GangPlacement | PlacementFailure:
         """``placer.place``, except that a failure is remembered until the placer's capacity changes."""
-        from scheduler.topology import GangPlacement
+
         failed = self._failures.get((flavor_name, key))
         if failed is not None and failed[0] == placer.version:
             return failed[1]
         version = placer.version
         outcome = placer.place(request)
-        if isinstance(outcome, GangPlacement):
-            self._failures.pop((flavor_name, key), None)
-        else:
+        if isinstance(outcome, _placement_failure()):
             self._failures[(flavor_name, key)] = (version, outcome)
+        else:
+            self._failures.pop((flavor_name, key), None)
         return outcome
 
     def fits_without(
@@ -166,12 +187,23 @@ class PlacementBook:
             for placer, gangs in shifted:
                 placer.shift_usage(gangs, 1)
 
-    def _requests(
-        self, workload: WorkloadInfo, assignment: Assignment
-    ) -> dict[str, tuple[tuple[int, ...], GangRequest]]:
-        """Per TAS flavor: (ids of the cached pod set requests, the GangRequest)."""
-        if not self.needs_placement(assignment):
-            return {}
+    def _requests(self, workload: WorkloadInfo, assignment: Assignment) -> _Requests:
+        """Per TAS flavor: (ids of the cached pod set requests, the GangRequest).
+
+        Remembered per assignment shape: each pod set's PodSetInfo (shared by the workloads of
+        one template, and kept alive by the entry so its id stays unique), count and flavors.
+        """
+        key = tuple((id(c.pod_set), c.count, *c.flavors.values()) for c in assignment.pod_sets)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan[1]
+        requests = self._build_requests(assignment) if self.needs_placement(assignment) else {}
+        if len(self._plans) >= _REQUEST_CACHE_LIMIT:
+            self._forget_requests()
+        self._plans[key] = ([c.pod_set for c in assignment.pod_sets], requests)
+        return requests
+
+    def _build_requests(self, assignment: Assignment) -> _Requests:
         from scheduler.topology import GangRequest, pod_set_request_from_template
 
         by_flavor: dict[str, list[PodSetRequest]] = {}
@@ -187,15 +219,11 @@ class PlacementBook:
             else:
                 request = pod_set_request_from_template(choice.pod_set.name, choice.count, template)
                 if len(self._request_cache) >= _REQUEST_CACHE_LIMIT:
-                    self._request_cache.clear()
-                    # keyed by ids of the requests just dropped
-                    self._empty_outcomes.clear()
-                    self._failures.clear()
-                    self._gangs.clear()
+                    self._forget_requests()
                 self._request_cache[key] = (template, request)
             for flavor_name in sorted(flavors):
                 by_flavor.setdefault(flavor_name, []).append(request)
-        requests: dict[str, tuple[tuple[int, ...], GangRequest]] = {}
+        requests: _Requests = {}
         for flavor_name, pod_sets in by_flavor.items():
             ids = tuple(map(id, pod_sets))
             gang = self._gangs.get((flavor_name, ids))
@@ -203,6 +231,14 @@ class PlacementBook:
                 gang = self._gangs[(flavor_name, ids)] = GangRequest.of(*pod_sets)
             requests[flavor_name] = (ids, gang)
         return requests
+
+    def _forget_requests(self) -> None:
+        """Drop the cached requests and everything keyed by their ids."""
+        self._request_cache.clear()
+        self._plans.clear()
+        self._empty_outcomes.clear()
+        self._failures.clear()
+        self._gangs.clear()
 
     # ------------------------------------------------------------------------------ bookkeeping
 
