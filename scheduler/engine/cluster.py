@@ -8,6 +8,7 @@ Rebuilding is cheap and happens only when a queue object changes, never per work
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from runtimes.k8s.core import Node
 from scheduler.api.kueue import (
@@ -28,6 +29,9 @@ from scheduler.engine.quota import (
     recompute_subtree_quotas,
 )
 
+if TYPE_CHECKING:
+    from scheduler.engine.flavors import PodSetPlan
+
 
 @dataclass(slots=True)
 class ResourceGroupInfo:
@@ -47,6 +51,8 @@ class ClusterQueueInfo:
     queue: ClusterQueueQueue
     admitted: AdmittedWorkloads = field(default_factory=AdmittedWorkloads)
     inactive_reason: str | None = None
+    # (id(pod set), count) -> what flavor assignment precomputes for it (flavors.PodSetPlan)
+    pod_set_plans: dict[tuple[int, int], PodSetPlan] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:

@@ -180,6 +180,53 @@ def _fits_resource_quota(
     return Mode.NO_FIT, borrow
 
 
+_PLAN_LIMIT = 4096  # pod set plans kept per ClusterQueue
+
+
+@dataclass(slots=True)
+class PodSetPlan:
+    """What assigning one pod set (at one count) in one ClusterQueue needs that usage never
+    changes: the totals per resource, grouped by the ClusterQueue's resource groups, and which
+    flavors suit the pod template. Every head of a deep queue of copies asks the same."""
+
+    pod_set: PodSetInfo  # kept alive: its id keys the plan
+    totals: dict[str, int]
+    by_group: dict[int, list[str]]
+    uncovered: str | None  # why not, when a requested resource is not covered
+    verdicts: dict[str, tuple[ResourceFlavor, str | None]] = field(default_factory=dict)
+
+    def mismatch(self, flavor: ResourceFlavor) -> str | None:
+        """``flavor_mismatch``, remembered per flavor object (a changed flavor is a new object)."""
+        known = self.verdicts.get(flavor.name)
+        if known is not None and known[0] is flavor:
+            return known[1]
+        verdict = flavor_mismatch(flavor, self.pod_set)
+        self.verdicts[flavor.name] = (flavor, verdict)
+        return verdict
+
+
+def _plan(cq: ClusterQueueInfo, pod_set: PodSetInfo, count: int) -> PodSetPlan:
+    plans = cq.pod_set_plans
+    plan = plans.get((id(pod_set), count))
+    if plan is not None and plan.pod_set is pod_set:
+        return plan
+    totals = pod_set.total(count)
+    by_group: dict[int, list[str]] = {}
+    uncovered = None
+    for resource, amount in totals.items():
+        group = cq.group_of.get(resource)
+        if group is None:
+            if resource == "pods" or amount == 0:
+                continue  # `pods` is only counted where the ClusterQueue covers it
+            uncovered = f"resource {resource} is not covered by ClusterQueue {cq.name}"
+            break
+        by_group.setdefault(group, []).append(resource)
+    if len(plans) >= _PLAN_LIMIT:
+        plans.clear()
+    plan = plans[(id(pod_set), count)] = PodSetPlan(pod_set, totals, by_group, uncovered)
+    return plan
+
+
 def assign_flavors(
     cq: ClusterQueueInfo,
     workload: WorkloadInfo,
@@ -205,21 +252,16 @@ def assign_flavors(
     workload_borrow = 0
     for index, pod_set in enumerate(workload.pod_sets):
         count = pod_set.count if counts is None else counts[index]
-        totals = pod_set.total(count)
-        by_group: dict[int, list[str]] = {}
-        for resource, amount in totals.items():
-            group = cq.group_of.get(resource)
-            if group is None:
-                if resource == "pods" or amount == 0:
-                    continue  # `pods` is only counted where the ClusterQueue covers it
-                reasons.append(f"resource {resource} is not covered by ClusterQueue {cq.name}")
-                return Assignment(cq, choices, usage, Mode.NO_FIT, 0, reasons)
-            by_group.setdefault(group, []).append(resource)
+        plan = _plan(cq, pod_set, count)
+        if plan.uncovered is not None:
+            reasons.append(plan.uncovered)
+            return Assignment(cq, choices, usage, Mode.NO_FIT, 0, reasons)
+        totals = plan.totals
         chosen: dict[str, str] = {}
         pod_set_usage: dict[FlavorResource, int] = {}
         pod_set_mode = Mode.FIT
         pod_set_borrow = 0
-        for group_index, resources in by_group.items():
+        for group_index, resources in plan.by_group.items():
             # (flavor, representative mode, its borrowing level, highest level of any resource)
             best: tuple[str, Mode, int, int] | None = None
             for flavor_name in cq.groups[group_index].flavors:
@@ -227,7 +269,7 @@ def assign_flavors(
                 if flavor is None:
                     reasons.append(f"flavor {flavor_name} not found")
                     continue
-                mismatch = flavor_mismatch(flavor, pod_set)
+                mismatch = plan.mismatch(flavor)
                 if mismatch is not None:
                     reasons.append(mismatch)
                     continue
