@@ -454,6 +454,8 @@ class _ChainStep:
     becomes_ready: bool
     terminal_phase: str | None
     ends_chain: bool
+    reads_pod: bool  # the delay comes from the pod (durationFrom/jitterDurationFrom)
+    bounds: tuple[int, int | None] | None  # the delay bounds when it does not
 
 
 class PodLifecycle:
@@ -522,15 +524,18 @@ class PodLifecycle:
         """What the selectors can see of a fresh pod; the delay annotations' values are left out."""
         metadata = pod.get("metadata") or {}
         annotations = metadata.get("annotations") or {}
-        seen = {k: v for k, v in annotations.items() if k in self._selector_annotations}
-        owners = tuple(ref.get("kind") for ref in metadata.get("ownerReferences") or [])
+        labels = metadata.get("labels")
+        if self._selectors_read_all_annotations:
+            seen = tuple(sorted(annotations.items()))
+        elif self._selector_annotations:
+            seen = tuple(sorted([(k, v) for k, v in annotations.items() if k in self._selector_annotations]))
+        else:
+            seen = ()
         return (
-            tuple(sorted((metadata.get("labels") or {}).items())),
-            tuple(sorted(seen.items()))
-            if not self._selectors_read_all_annotations
-            else tuple(sorted(annotations.items())),
+            tuple(sorted(labels.items())) if labels else (),
+            seen,
             tuple(sorted(annotations)),
-            owners,
+            tuple([ref.get("kind") for ref in metadata.get("ownerReferences") or []]),
             "deletionTimestamp" in metadata,
             repr(pod.get("spec")),
             repr(pod.get("status")),
@@ -559,7 +564,18 @@ class PodLifecycle:
             phase = view["status"].get("phase")
             terminal = phase if phase in ("Succeeded", "Failed") else None
             ready = _is_ready(view)
-            chain.append(_ChainStep(stage, ready and not was_ready, terminal, stage.effect.delete or not changed))
+            reads_pod = stage.duration_from is not None or stage.jitter_from is not None
+            chain.append(
+                _ChainStep(
+                    stage,
+                    ready and not was_ready,
+                    terminal,
+                    stage.effect.delete or not changed,
+                    reads_pod,
+                    # without a *From source the bounds depend on neither the pod nor the time
+                    None if reads_pod else stage.delay_bounds_ns({}, 0.0),
+                )
+            )
             was_ready = was_ready or ready
             if stage.effect.delete or not changed or terminal is not None:
                 break
@@ -579,7 +595,7 @@ class PodLifecycle:
         elapsed = [0.0] * count
         ready_after: float | None = None
         for step in chain:
-            bounds = step.stage.delay_bounds_ns(pod, start + min(elapsed))
+            bounds = step.stage.delay_bounds_ns(pod, start + min(elapsed)) if step.reads_pod else step.bounds
             if bounds is not None:
                 duration, jitter = bounds
                 if jitter is None or jitter <= duration:

@@ -23,6 +23,7 @@ import numpy as np
 
 from runtimes.k8s.core import Node
 from scheduler.api.kueue import ResourceFlavor
+from simulations.collector import batch_collector
 from simulations.engine_driver import Admitted, EngineDriver, Removed
 from simulations.events import Event, EventKind, EventQueue, RandomStreams
 from simulations.invariants import GPU, InvariantChecker, NodeLedger, pod_amounts
@@ -285,6 +286,10 @@ class Simulation:
     # --------------------------------------------------------------------------------- loop
 
     def run(self) -> SimulationResult:
+        with batch_collector():
+            return self._run()
+
+    def _run(self) -> SimulationResult:
         wall = time.perf_counter()
         stream = self.built.jobs(self.streams)
         self._arriving = None
