@@ -216,8 +216,7 @@ class InvariantChecker:
             for parent in self._ancestors(cohort):
                 key = (parent, flavor, resource)
                 self.subtree_nominal[key] = self.subtree_nominal.get(key, 0) + amount
-        self._holders_of: dict[str, tuple[str, ...]] = {}
-        self._ceilings: dict[tuple[str, str, str], int | None] = {}
+        self._limits_of: dict[tuple[str, str, str], tuple[tuple[tuple[str, str, str], int | None], ...]] = {}
 
     def _ancestors(self, name: str) -> list[str]:
         chain, seen = [], {name}
@@ -226,14 +225,6 @@ class InvariantChecker:
             seen.add(name)
             chain.append(name)
         return chain
-
-    def _holders(self, cluster_queue: str) -> tuple[str, ...]:
-        """The ClusterQueue and its cohorts, bottom up (the tree is fixed: walked once per queue)."""
-        holders = self._holders_of.get(cluster_queue)
-        if holders is None:
-            holders = (cluster_queue, *self._ancestors(cluster_queue))
-            self._holders_of[cluster_queue] = holders
-        return holders
 
     def _fail(self, message: str) -> None:
         self.violation_count += 1
@@ -270,50 +261,55 @@ class InvariantChecker:
                 self._fail(f"{_at(now)} {key}: {len(nodes)} of {job.nodes} pods placed on the TAS flavor")
             for problem in self.nodes.place(key, nodes, pod_amounts(job)):
                 self._fail(f"{_at(now)} {problem}")
-        holders = self._holders(cluster_queue)
+        totals = self.usage
         for (flavor, resource), amount in charged.items():
-            for holder in holders:
-                k = (holder, flavor, resource)
-                self.usage[k] = self.usage.get(k, 0) + amount
-            self._check_quota(now, key, holders, flavor, resource)
+            limits = self._limits(cluster_queue, flavor, resource)
+            for holder_key, _ in limits:
+                totals[holder_key] = totals.get(holder_key, 0) + amount
+            for holder_key, limit in limits:
+                if limit is not None and totals[holder_key] > limit:
+                    self._quota_exceeded(now, key, holder_key, holder_key[0] != cluster_queue, limit)
         self.charged[key] = (cluster_queue, charged)
 
-    def _ceiling(self, cq: str, flavor: str, resource: str) -> int | None:
-        """Nominal plus borrowing limit (no limit: None) in a cohort, nominal outside one."""
-        nominal = self.tree.nominal.get((cq, flavor, resource), 0)
-        if cq not in self.tree.cohort_of:
-            return nominal
-        limit = self.tree.borrowing_limit.get((cq, flavor, resource))
-        return None if limit is None else nominal + limit
+    def _limits(self, cq: str, flavor: str, resource: str) -> tuple[tuple[tuple[str, str, str], int | None], ...]:
+        """``((holder, flavor, resource), limit)`` for the ClusterQueue, then each cohort above it.
 
-    def _check_quota(self, now: float, key: str, holders: tuple[str, ...], flavor: str, resource: str) -> None:
-        cq = holders[0]
-        used = self.usage.get((cq, flavor, resource), 0)
-        limit_key = (cq, flavor, resource)
-        if limit_key not in self._ceilings:
-            self._ceilings[limit_key] = self._ceiling(cq, flavor, resource)
-        ceiling = self._ceilings[limit_key]
-        if ceiling is not None and used > ceiling:
+        The ClusterQueue's limit is its nominal quota plus its borrowing limit in a cohort (None
+        without one), its nominal quota outside one; a cohort's is its subtree's nominal quota.
+        The quota tree is fixed, so each (queue, flavor, resource) is worked out once.
+        """
+        line = (cq, flavor, resource)
+        limits = self._limits_of.get(line)
+        if limits is None:
+            nominal = self.tree.nominal.get(line, 0)
+            borrowing = self.tree.borrowing_limit.get(line)
+            if cq not in self.tree.cohort_of:
+                ceiling: int | None = nominal
+            else:
+                ceiling = None if borrowing is None else nominal + borrowing
+            cohorts = [(cohort, flavor, resource) for cohort in self._ancestors(cq)]
+            limits = ((line, ceiling), *[(k, self.subtree_nominal.get(k, 0)) for k in cohorts])
+            self._limits_of[line] = limits
+        return limits
+
+    def _quota_exceeded(self, now: float, key: str, holder_key: tuple[str, str, str], cohort: bool, limit: int) -> None:
+        holder, flavor, resource = holder_key
+        used = self.usage[holder_key]
+        if cohort:
+            self._fail(f"{_at(now)} {key}: cohort {holder} uses {used} {resource} of flavor {flavor}, has {limit}")
+        else:
             self._fail(
-                f"{_at(now)} {key}: ClusterQueue {cq} uses {used} {resource} of flavor {flavor}, limit {ceiling}"
+                f"{_at(now)} {key}: ClusterQueue {holder} uses {used} {resource} of flavor {flavor}, limit {limit}"
             )
-        for cohort in holders[1:]:
-            used = self.usage.get((cohort, flavor, resource), 0)
-            capacity = self.subtree_nominal.get((cohort, flavor, resource), 0)
-            if used > capacity:
-                self._fail(
-                    f"{_at(now)} {key}: cohort {cohort} uses {used} {resource} of flavor {flavor}, has {capacity}"
-                )
 
     def released(self, key: str) -> None:
         charged = self.charged.pop(key, None)
         if charged is None:
             return
         cluster_queue, usage = charged
-        holders = self._holders(cluster_queue)
         for (flavor, resource), amount in usage.items():
-            for holder in holders:
-                self.usage[(holder, flavor, resource)] -= amount
+            for holder_key, _ in self._limits(cluster_queue, flavor, resource):
+                self.usage[holder_key] -= amount
         self.nodes.release(key)
 
     def finish(self) -> None:

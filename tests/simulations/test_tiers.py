@@ -1,4 +1,4 @@
-"""The incremental t* (BestTier) against a full recount, and the ledger's cheaper paths."""
+"""The incremental t* (BestTier) against a full recount, the ledger's and checker's fast paths."""
 
 from __future__ import annotations
 
@@ -8,11 +8,23 @@ import random
 import numpy as np
 import pytest
 
-from simulations.cluster import ClusterSpec, build_node_documents, nodes_from_documents
-from simulations.invariants import GPU, RESOURCES, NodeLedger
+from simulations.cluster import (
+    GPU_RESOURCE,
+    ClusterSpec,
+    QueueSpec,
+    TeamSpec,
+    build_node_documents,
+    build_queues,
+    build_topology,
+    capacity_by_model,
+    flavor_name,
+    nodes_from_documents,
+)
+from simulations.invariants import GPU, RESOURCES, InvariantChecker, NodeLedger
 from simulations.kwok import _delay_text
 from simulations.kwok_query import _walk, compile_query, run_query
 from simulations.tiers import BestTier
+from simulations.workloads import JobSpec
 
 SPEC = ClusterSpec(zones=2, spines_per_zone=2, blocks_per_spine=3, nodes_per_block=4, nvlink_nodes=2)
 
@@ -142,3 +154,62 @@ def test_delay_text_reads_durations_and_moments() -> None:
     moment = _delay_text("2024-01-01T00:00:10Z")
     assert isinstance(moment, datetime.datetime)
     assert moment == datetime.datetime(2024, 1, 1, 0, 0, 10, tzinfo=datetime.UTC)
+
+
+def checker(borrowing_limit_share: float | None) -> InvariantChecker:
+    queues = QueueSpec(teams=(TeamSpec("team-a", 0.5, borrowing_limit_share), TeamSpec("team-b", 0.5)))
+    objects = [build_topology(SPEC.levels), *build_queues(queues, capacity_by_model(SPEC))]
+    return InvariantChecker(objects, ledger())
+
+
+def job(name: str, nodes: int, gpus_per_node: int = 8) -> JobSpec:
+    return JobSpec(name, "team-a", 0.0, nodes, gpus_per_node, 60.0, cpu_milli=1000, memory_mib=1024)
+
+
+def admit(check: InvariantChecker, spec: JobSpec, gpus: int | None = None, nodes: list[str] | None = None) -> None:
+    flavor = flavor_name(SPEC.gpu_model)
+    usage = {
+        (flavor, "cpu"): spec.cpu_milli * spec.nodes,
+        (flavor, "memory"): spec.memory_mib * 1024 * 1024 * spec.nodes,
+        (flavor, GPU_RESOURCE): spec.gpus if gpus is None else gpus,
+    }
+    flavors = {"cpu": flavor, "memory": flavor, GPU_RESOURCE: flavor}
+    placed = nodes if nodes is not None else check.nodes.names[: spec.nodes]
+    check.admitted(spec.name, spec, "team-a", usage, flavors, {"trainer": spec.nodes}, placed, 1.0)
+
+
+def test_checker_reports_quota_over_the_borrowing_limit_and_the_cohort() -> None:
+    gpus = SPEC.node_count * SPEC.gpus_per_node
+    names = checker(None).nodes.names
+    limited = checker(borrowing_limit_share=0.125)  # nominal half the GPUs, ceiling five eighths
+    ceiling_nodes = SPEC.node_count * 5 // 8
+    admit(limited, job("fits", ceiling_nodes))  # exactly at the ceiling
+    assert limited.violation_count == 0
+    admit(limited, job("over", 1), nodes=[names[-1]])
+    assert limited.violations == [
+        f"t=1.000s over: ClusterQueue team-a uses {ceiling_nodes * 8 + 8} nvidia.com/gpu "
+        f"of flavor gpu-h100, limit {gpus * 5 // 8}"
+    ]
+    limited.released("over")
+    limited.released("fits")
+    assert not any(limited.usage.values())
+    assert not limited.nodes.used.any()
+
+    unlimited = checker(borrowing_limit_share=None)  # may borrow the whole cohort: only the cohort bounds it
+    admit(unlimited, job("whole", SPEC.node_count))
+    assert unlimited.violation_count == 0
+    admit(unlimited, job("more", 1), nodes=[names[0]])
+    assert unlimited.violations[0].startswith("t=1.000s more: node ")  # node 0 overfilled first
+    assert (
+        f"cohort gpu-cluster uses {gpus + 8} nvidia.com/gpu of flavor gpu-h100, has {gpus}" in unlimited.violations[1]
+    )
+
+
+def test_checker_reports_partial_gangs_and_wrong_charges() -> None:
+    check = checker(borrowing_limit_share=None)
+    names = check.nodes.names
+    admit(check, job("short", 4), nodes=names[:3])
+    admit(check, job("cheap", 2), gpus=8, nodes=names[5:7])
+    assert check.violations[0] == "t=1.000s short: 3 of 4 pods placed on the TAS flavor"
+    assert check.violations[1].startswith("t=1.000s cheap: charged [")
+    assert check.violation_count == 2
