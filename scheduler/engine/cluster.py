@@ -53,6 +53,8 @@ class ClusterQueueInfo:
     inactive_reason: str | None = None
     # (id(pod set), count) -> what flavor assignment precomputes for it (flavors.PodSetPlan)
     pod_set_plans: dict[tuple[int, int], PodSetPlan] = field(default_factory=dict)
+    # namespace -> does namespaceSelector match it; a namespace change rebuilds this object
+    namespace_matches: dict[str, bool] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:

@@ -114,8 +114,12 @@ class AdmissionCycle:
 
     def _inadmissible(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> str | None:
         engine = self.engine
-        selector = cq.spec.spec.namespace_selector
-        if selector is None or not selector.matches(engine.model.namespace_labels(workload.namespace)):
+        matches = cq.namespace_matches.get(workload.namespace)
+        if matches is None:
+            selector = cq.spec.spec.namespace_selector
+            labels = engine.model.namespace_labels(workload.namespace)
+            matches = cq.namespace_matches[workload.namespace] = selector is not None and selector.matches(labels)
+        if not matches:
             return f"Workload namespace {workload.namespace} doesn't match ClusterQueue {cq.name} namespaceSelector"
         lq = engine.model.local_queues.get(f"{workload.namespace}/{workload.local_queue}")
         if lq is not None and lq.spec.stop_policy != "None":

@@ -38,6 +38,7 @@ class QuotaNode:
     # potential_available per resource: it depends on quotas only, never on usage, and every
     # flavor assignment asks it; recompute_subtree_quotas clears it
     potential: dict[FlavorResource, int] = field(default_factory=dict)
+    leaf_cache: list[QuotaNode] | None = None  # leaves(); recompute_subtree_quotas clears it
 
     # ------------------------------------------------------------------------------ structure
 
@@ -59,12 +60,15 @@ class QuotaNode:
         return 0 if not self.children else 1 + max(child.height() for child in self.children)
 
     def leaves(self) -> list[QuotaNode]:
+        """The ClusterQueues below (the preemption search asks the root on every probe)."""
         if not self.is_cohort:
             return [self]
-        found: list[QuotaNode] = []
-        for child in self.children:
-            found.extend(child.leaves())
-        return found
+        if self.leaf_cache is None:
+            found: list[QuotaNode] = []
+            for child in self.children:
+                found.extend(child.leaves())
+            self.leaf_cache = found
+        return self.leaf_cache
 
     # ------------------------------------------------------------------------------ arithmetic
 
@@ -75,7 +79,11 @@ class QuotaNode:
         guaranteed = self.guaranteed.get(fr, 0)
         usage = self.usage.get(fr, 0)
         local_available = max(0, guaranteed - usage)
-        parent_available = self.parent.available(fr)
+        parent = self.parent
+        if parent.parent is None:  # the parent is the root, as in most trees: no second call
+            parent_available = parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
+        else:
+            parent_available = parent.available(fr)
         limit = self.borrowing_limit.get(fr)
         if limit is not None:
             stored_in_parent = self.subtree.get(fr, 0) - guaranteed
@@ -154,6 +162,7 @@ class QuotaNode:
 def recompute_subtree_quotas(root: QuotaNode) -> None:
     """Fill ``subtree``, ``guaranteed`` and ``tree_height`` bottom-up after the tree's shape or quotas changed."""
     root.potential = {}
+    root.leaf_cache = None
     for child in root.children:
         recompute_subtree_quotas(child)
     root.tree_height = 1 + max(child.tree_height for child in root.children) if root.children else 0

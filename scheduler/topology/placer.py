@@ -466,9 +466,12 @@ class TopologyPlacer:
         if not len(nodes):
             return
         self.state.apply(nodes, delta)
-        touched, inverse = np.unique(nodes, return_inverse=True)
-        added = np.zeros((delta.shape[0], len(touched)), dtype=np.int64)
-        np.add.at(added.T, inverse, delta.T)
+        if len(nodes) < 2 or bool((nodes[1:] > nodes[:-1]).all()):
+            touched, added = nodes, delta  # distinct nodes in topology order: nothing to merge
+        else:
+            touched, inverse = np.unique(nodes, return_inverse=True)
+            added = np.zeros((delta.shape[0], len(touched)), dtype=np.int64)
+            np.add.at(added.T, inverse, delta.T)
         over = (self.state.free[:, touched] < 0) & (added > 0)
         if over.any():
             self.state.apply(nodes, -delta)
