@@ -196,12 +196,7 @@ class AdmissionCycle:
         needs_topology = book.needs_placement(assignment)
         if topology_only and not needs_topology:
             return None
-        extra_fit = None
-        if needs_topology:
-
-            def extra_fit(victims: list[WorkloadInfo]) -> bool:
-                return book.fits_without(cq, workload, assignment, victims)
-
+        extra_fit = book.gang_fit(cq, workload, assignment) if needs_topology else None
         return find_victims(
             cq,
             workload,

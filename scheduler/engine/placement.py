@@ -160,32 +160,11 @@ class PlacementBook:
             self._failures.pop((flavor_name, key), None)
         return outcome
 
-    def fits_without(
-        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, victims: list[WorkloadInfo]
-    ) -> bool:
-        """Would the workload get a placement if ``victims`` gave their nodes back?
-
-        The victims' pods leave each placer in one batch and come back in one batch (the
-        preemption search asks this once per candidate set, with up to every candidate out).
-        """
+    def gang_fit(self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment) -> VictimsGone:
+        """The preemption search's placement check for ``workload`` (preemption.ExtraFit)."""
         if self._stale:
             self._rebuild()
-        by_flavor: dict[str, list[GangPlacement]] = {}
-        for victim in victims:
-            if victim.admission is None:
-                continue
-            for flavor_name, placement in victim.admission.placements.items():
-                if id(placement) in self._reserved:
-                    by_flavor.setdefault(flavor_name, []).append(placement)
-        shifted = [(self._placers[f], gangs) for f, gangs in by_flavor.items() if f in self._placers]
-        for placer, gangs in shifted:
-            placer.shift_usage(gangs, -1)
-        try:
-            placements, _ = self.place(cq, workload, assignment)
-            return placements is not None
-        finally:
-            for placer, gangs in shifted:
-                placer.shift_usage(gangs, 1)
+        return VictimsGone(self, cq, workload, assignment)
 
     def _requests(self, workload: WorkloadInfo, assignment: Assignment) -> _Requests:
         """Per TAS flavor: (ids of the cached pod set requests, the GangRequest).
@@ -264,3 +243,36 @@ class PlacementBook:
         which names domains but not pod indexes; capacity is re-derived from running pods by the
         controllers, so nothing is reserved here.
         """
+
+
+class VictimsGone:
+    """Would a workload get its gang placement with the victims taken so far gone?
+
+    A victim's reserved pods leave their placer when it is taken and come back when it is
+    returned, so the placers always hold the state the next check asks about.
+    """
+
+    def __init__(self, book: PlacementBook, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment):
+        self.book = book
+        self.cq = cq
+        self.workload = workload
+        self.assignment = assignment
+
+    def _shift(self, victim: WorkloadInfo, sign: int) -> None:
+        if victim.admission is None:
+            return
+        book = self.book
+        for flavor_name, placement in victim.admission.placements.items():
+            placer = book._placers.get(flavor_name)
+            if placer is not None and id(placement) in book._reserved:
+                placer.shift_usage([placement], sign)
+
+    def remove(self, victim: WorkloadInfo) -> None:
+        self._shift(victim, -1)
+
+    def restore(self, victim: WorkloadInfo) -> None:
+        self._shift(victim, 1)
+
+    def fits(self) -> bool:
+        placements, _ = self.book.place(self.cq, self.workload, self.assignment)
+        return placements is not None

@@ -15,8 +15,8 @@ LessThanOrEqualToFinalShare then LessThanInitialShare.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from scheduler.api.kueue import ClusterQueuePreemption
 from scheduler.engine.candidates import (
@@ -39,9 +39,17 @@ IN_COHORT_RECLAMATION = "InCohortReclamation"
 IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 
-# extra_fit(victims) -> bool: a further condition the preemptor must meet with ``victims``
-# gone (the gang placement on a topology); None means quota alone decides.
-ExtraFit = Callable[[list[WorkloadInfo]], bool]
+
+class ExtraFit(Protocol):
+    """A further condition the preemptor must meet once victims are gone: its gang placement on
+    a topology (None where quota alone decides). Victims leave and come back one at a time, as
+    the search takes and returns them, so each check costs one placement, not one per victim."""
+
+    def remove(self, workload: WorkloadInfo) -> None: ...
+
+    def restore(self, workload: WorkloadInfo) -> None: ...
+
+    def fits(self) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -100,16 +108,21 @@ class _Removal:
 
     def take(self, candidate: Candidate) -> None:
         _remove(candidate.cluster_queue, candidate.workload)
+        if self.extra_fit is not None:
+            self.extra_fit.remove(candidate.workload)
         self.out.append(candidate)
 
     def give_back(self, candidate: Candidate) -> None:
-        _restore(candidate.cluster_queue, candidate.workload)
+        self._put_back(candidate)
         self.out.remove(candidate)
 
+    def _put_back(self, candidate: Candidate) -> None:
+        _restore(candidate.cluster_queue, candidate.workload)
+        if self.extra_fit is not None:
+            self.extra_fit.restore(candidate.workload)
+
     def fits(self, allow_borrowing: bool) -> bool:
-        return _fits(self.cq, self.usage, allow_borrowing) and (
-            self.extra_fit is None or self.extra_fit([c.workload for c in self.out])
-        )
+        return _fits(self.cq, self.usage, allow_borrowing) and (self.extra_fit is None or self.extra_fit.fits())
 
     def fill_back(self, allow_borrowing: bool) -> list[Candidate]:
         """Re-admit, newest removal first (the last one is needed), every victim not needed."""
@@ -121,7 +134,7 @@ class _Removal:
 
     def restore_all(self) -> None:
         for candidate in reversed(self.out):
-            _restore(candidate.cluster_queue, candidate.workload)
+            self._put_back(candidate)
         self.out.clear()
 
 
@@ -133,8 +146,8 @@ def _search(
     extra_fit: ExtraFit | None,
 ) -> list[Candidate] | None:
     """Remove candidates in Kueue's order until the preemptor fits, then fill back: a minimal set."""
-    if not _fits_without_all(cq, usage, pools, allow_borrowing):
-        return None
+    if not pools or not _fits_without_all(cq, usage, pools, allow_borrowing):
+        return None  # (with no candidates there is nobody to take, whatever fits)
     removal = _Removal(cq, usage, extra_fit)
     try:
         for candidate in in_order(pools):
