@@ -448,6 +448,10 @@ class GangOutcome:
     succeeded: bool
 
 
+# metadata fields the chain key always covers whatever a selector reads of them
+_METADATA_IN_KEY = frozenset({"labels", "annotations", "deletionTimestamp"})
+
+
 @dataclass(frozen=True, slots=True)
 class _ChainStep:
     stage: Stage
@@ -469,11 +473,19 @@ class PodLifecycle:
             raise SimulationInputError("stages", None, "spec.resourceRef.kind", "no Stage drives Pods")
         self._selector_annotations: set[str] = set()
         self._selectors_read_all_annotations = False
+        # other fields selectors read (".metadata.name", ".kind"...): (top-level field, metadata field)
+        self._selector_fields: set[tuple[str, str | None]] = set()
         for stage in self.stages:
             self._selector_annotations.update(stage.match_annotations)
             for expression in stage.match_expressions:
                 if "annotations" in expression.key:
                     self._selectors_read_all_annotations = True
+                parts = [p for p in expression.key.split(".") if p]
+                top = parts[0] if parts else ""
+                if top == "metadata" and len(parts) > 1 and parts[1] not in _METADATA_IN_KEY:
+                    self._selector_fields.add(("metadata", parts[1].split("[")[0]))
+                elif top not in ("metadata", "spec", "status"):
+                    self._selector_fields.add((top.split("[")[0], None))
         self._chains: dict[tuple[Any, ...], list[_ChainStep] | None] = {}
 
     def _pick(self, view: dict[str, Any], rng: random.Random) -> Stage | None:
@@ -539,6 +551,10 @@ class PodLifecycle:
             "deletionTimestamp" in metadata,
             repr(pod.get("spec")),
             repr(pod.get("status")),
+            tuple(
+                repr(metadata.get(field) if top == "metadata" else pod.get(top))
+                for top, field in sorted(self._selector_fields, key=str)
+            ),
         )
 
     def _chain(self, pod: dict[str, Any]) -> list[_ChainStep] | None:

@@ -180,3 +180,39 @@ def test_steps_form_is_refused_with_the_fix(tmp_path: Path) -> None:
     )
     with pytest.raises(SimulationInputError, match="write the stage with `next`"):
         parse_stage(load_documents(path)[0])
+
+
+def test_gangs_of_pods_a_selector_tells_apart_walk_their_own_chains(tmp_path: Path) -> None:
+    """A selector on the pod's name or namespace: the chain found for one gang is not reused
+    for a gang that the selector treats differently."""
+    stages = stage_from(
+        tmp_path,
+        """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: fail-team-b}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: .status.phase, operator: In, values: [Pending]}
+    - {key: .metadata.namespace, operator: In, values: [team-b]}
+  next: {statusTemplate: "phase: Failed"}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: succeed-others}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: .status.phase, operator: In, values: [Pending]}
+    - {key: .metadata.namespace, operator: NotIn, values: [team-b]}
+  next: {statusTemplate: "phase: Succeeded"}
+""",
+    )
+    lifecycle = PodLifecycle(stages)
+    first = lifecycle.run_gang(simulated_pod("p", "team-a", {}, {}), 4, 0.0, random.Random(1))
+    second = lifecycle.run_gang(simulated_pod("p", "team-b", {}, {}), 4, 0.0, random.Random(1))
+    assert first.succeeded
+    assert not second.succeeded
