@@ -229,7 +229,9 @@ class Simulation:
 
     def _complete(self, key: str, now: float) -> None:
         running = self.running.pop(key)
-        self.driver.finish(key, now)
+        started = time.perf_counter()
+        self.driver.finish(key, now)  # the engine releases quota and nodes: engine time
+        self.engine_seconds += time.perf_counter() - started
         self.checker.released(key)
         self.metrics.released(key, running.amount, now, requeued=False)
         self.jobs.pop(key, None)
