@@ -448,7 +448,7 @@ class GangOutcome:
     succeeded: bool
 
 
-# metadata fields the chain key always covers whatever a selector reads of them
+# metadata fields the chain key covers in full, whatever a selector reads of them
 _METADATA_IN_KEY = frozenset({"labels", "annotations", "deletionTimestamp"})
 
 
@@ -473,19 +473,19 @@ class PodLifecycle:
             raise SimulationInputError("stages", None, "spec.resourceRef.kind", "no Stage drives Pods")
         self._selector_annotations: set[str] = set()
         self._selectors_read_all_annotations = False
-        # other fields selectors read (".metadata.name", ".kind"...): (top-level field, metadata field)
-        self._selector_fields: set[tuple[str, str | None]] = set()
+        # other paths selectors read (".metadata.name", ".metadata.ownerReferences.[].kind"...):
+        # the chain key holds what each yields on the pod, so pods a selector tells apart never
+        # share a chain, while fields no selector reads (a job's own name) do not split them
+        self._selector_paths: list[str] = []
         for stage in self.stages:
-            self._selector_annotations.update(stage.match_annotations)
             for expression in stage.match_expressions:
-                if "annotations" in expression.key:
-                    self._selectors_read_all_annotations = True
                 parts = [p for p in expression.key.split(".") if p]
-                top = parts[0] if parts else ""
-                if top == "metadata" and len(parts) > 1 and parts[1] not in _METADATA_IN_KEY:
-                    self._selector_fields.add(("metadata", parts[1].split("[")[0]))
-                elif top not in ("metadata", "spec", "status"):
-                    self._selector_fields.add((top.split("[")[0], None))
+                top = parts[0].split("[")[0] if parts else ""
+                covered = top in ("spec", "status") or (
+                    top == "metadata" and len(parts) > 1 and parts[1].split("[")[0] in _METADATA_IN_KEY
+                )
+                if not covered and expression.key not in self._selector_paths:
+                    self._selector_paths.append(expression.key)
         self._chains: dict[tuple[Any, ...], list[_ChainStep] | None] = {}
 
     def _pick(self, view: dict[str, Any], rng: random.Random) -> Stage | None:
@@ -551,10 +551,7 @@ class PodLifecycle:
             "deletionTimestamp" in metadata,
             repr(pod.get("spec")),
             repr(pod.get("status")),
-            tuple(
-                repr(metadata.get(field) if top == "metadata" else pod.get(top))
-                for top, field in sorted(self._selector_fields, key=str)
-            ),
+            tuple([repr(run_query(path, pod)) for path in self._selector_paths]),
         )
 
     def _chain(self, pod: dict[str, Any]) -> list[_ChainStep] | None:
