@@ -41,6 +41,7 @@ from scheduler.topology.model import (
 from scheduler.topology.search import fewest_children, fewest_tightest, tightest_domain
 
 _NO_LEADER = np.int64(1) << 50
+_SHAPES_KEPT = 1024
 
 
 def short(label: str | None) -> str:
@@ -89,6 +90,8 @@ class TopologyPlacer:
         self._infos = list(graph.nodes)
         self.state = CapacityState(self.index, self._infos, self.flavor.spec.tolerations, used)
         self._empty: CapacityState | None = None
+        # id(request) -> (request, the state it was read for, its shape); the entry keeps both alive
+        self._shapes: dict[int, tuple[PodSetRequest, CapacityState, PodShape]] = {}
         self._first_at: dict[tuple[int, int], IntArray] = {}
         # id(reserved placement) -> (placement, node positions, usage): positions of this index
         self._usage_cache: dict[int, tuple[GangPlacement, IntArray, IntArray]] = {}
@@ -191,7 +194,15 @@ class TopologyPlacer:
         return _Levels(top, required, slice_level, size if slice_level is not None else 1)
 
     def _shape(self, state: CapacityState, ps: PodSetRequest) -> tuple[PodShape, ShapeCounts]:
-        shape = state.shape(ps.requests, ps.tolerations, ps.node_selector)
+        # the engine hands the same request objects again and again: their shape is kept
+        known = self._shapes.get(id(ps))
+        if known is not None and known[0] is ps and known[1] is state:
+            shape = known[2]
+        else:
+            shape = state.shape(ps.requests, ps.tolerations, ps.node_selector)
+            if len(self._shapes) >= _SHAPES_KEPT:
+                self._shapes.clear()
+            self._shapes[id(ps)] = (ps, state, shape)
         return shape, state.counts(shape, ps.tolerations)
 
     def _unit_caps(self, counts: ShapeCounts, level: int, levels: _Levels) -> IntArray:
