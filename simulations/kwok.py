@@ -547,7 +547,6 @@ class PodLifecycle:
             tuple(sorted(labels.items())) if labels else (),
             seen,
             tuple(sorted(annotations)),
-            tuple([ref.get("kind") for ref in metadata.get("ownerReferences") or []]),
             "deletionTimestamp" in metadata,
             repr(pod.get("spec")),
             repr(pod.get("status")),

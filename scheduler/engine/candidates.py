@@ -30,8 +30,12 @@ class Candidate:
 
 def ordering(candidate: Candidate) -> tuple[bool, int, float, str]:
     """Kueue's candidate order: other ClusterQueues first, lower priority, newest admitted, UID."""
-    w = candidate.workload
-    return (candidate.same_queue, w.priority, -w.admitted_at, w.uid)
+    return (candidate.same_queue, candidate.workload.priority, *_newest_first(candidate))
+
+
+def _newest_first(candidate: Candidate) -> tuple[float, str]:
+    """The order within one priority level (``ordering``'s tail)."""
+    return (-candidate.workload.admitted_at, candidate.workload.uid)
 
 
 def satisfies_policy(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
@@ -84,10 +88,6 @@ class CandidatePool:
                 for fr, amount in workload.admission.usage.items():
                     totals[fr] = totals.get(fr, 0) + amount
         return totals
-
-
-def _newest_first(candidate: Candidate) -> tuple[float, str]:
-    return (-candidate.workload.admitted_at, candidate.workload.uid)
 
 
 def in_order(pools: list[CandidatePool]) -> Iterator[Candidate]:

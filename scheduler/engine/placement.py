@@ -49,8 +49,6 @@ class PlacementBook:
         # (flavor, ids of cached requests) -> (placer version, why it failed): on a full cluster
         # the heads of one shape fail one after another while nothing frees a node
         self._failures: dict[tuple[str, tuple[int, ...]], tuple[int, PlacementFailure]] = {}
-        # (flavor, ids of cached requests) -> the gang request built from them
-        self._gangs: dict[tuple[str, tuple[int, ...]], GangRequest] = {}
         # assignment shape -> (its pod sets, kept alive; ``_requests``' answer)
         self._plans: dict[tuple[tuple[object, ...], ...], tuple[list[PodSetInfo], _Requests]] = {}
         self._tas_flavors: frozenset[str] | None = None  # flavors with a topologyName
@@ -202,14 +200,7 @@ class PlacementBook:
                 self._request_cache[key] = (template, request)
             for flavor_name in sorted(flavors):
                 by_flavor.setdefault(flavor_name, []).append(request)
-        requests: _Requests = {}
-        for flavor_name, pod_sets in by_flavor.items():
-            ids = tuple(map(id, pod_sets))
-            gang = self._gangs.get((flavor_name, ids))
-            if gang is None:
-                gang = self._gangs[(flavor_name, ids)] = GangRequest.of(*pod_sets)
-            requests[flavor_name] = (ids, gang)
-        return requests
+        return {f: (tuple(map(id, pod_sets)), GangRequest.of(*pod_sets)) for f, pod_sets in by_flavor.items()}
 
     def _forget_requests(self) -> None:
         """Drop the cached requests and everything keyed by their ids."""
@@ -217,7 +208,6 @@ class PlacementBook:
         self._plans.clear()
         self._empty_outcomes.clear()
         self._failures.clear()
-        self._gangs.clear()
 
     # ------------------------------------------------------------------------------ bookkeeping
 
