@@ -40,7 +40,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trainyard.benchmarks.calibration import calibration_seconds
+
+    before = calibration_seconds()
     result = _load(args.benchmark).run(args)
+    # Every figure travels with this machine's speed, measured before and after the run (as
+    # shared/tools/targets does), so a recorded figure can be judged on any machine.
+    result.setdefault("calibration_s", round((before + calibration_seconds()) / 2, 3))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
     return 0
