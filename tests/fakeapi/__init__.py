@@ -1,24 +1,4 @@
-"""A fake Kubernetes API server for tests: real HTTP on loopback, faithful enough for kubernetes-asyncio.
+"""pytest fixtures for the fake Kubernetes API server, which lives in ``simulations.sandbox.apiserver``.
 
-Use the ``fake_api`` fixture (``from fakeapi.fixtures import fake_api`` in a conftest or test
-module), or ``FakeApiServer`` directly outside pytest.
+Use ``from fakeapi.fixtures import fake_api, kube_client`` in a conftest or test module.
 """
-
-from .errors import ApiError
-from .faults import Faults
-from .kinds import RESOURCE_TYPES, Registry, ResourceType
-from .server import DEFAULT_TOKEN, FakeApiServer, RecordedRequest, start_fake_api
-from .store import Store
-
-__all__ = [
-    "DEFAULT_TOKEN",
-    "RESOURCE_TYPES",
-    "ApiError",
-    "FakeApiServer",
-    "Faults",
-    "RecordedRequest",
-    "Registry",
-    "ResourceType",
-    "Store",
-    "start_fake_api",
-]

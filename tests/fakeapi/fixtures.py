@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client, config
 
-from .faults import Faults
-from .server import FakeApiServer
-from .store import Store
+from simulations.sandbox.apiserver import FakeApiServer, Faults, Store
 
 
 @dataclass

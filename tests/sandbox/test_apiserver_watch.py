@@ -7,10 +7,9 @@ from typing import Any
 
 import aiohttp
 import pytest
+from fakeapi.fixtures import FakeApi
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
-
-from fakeapi.fixtures import FakeApi
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fakeapi.fixtures import FakeApi
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-
-from fakeapi.fixtures import FakeApi
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
