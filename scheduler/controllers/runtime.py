@@ -1,0 +1,90 @@
+"""Reconcilers and the controller that runs them, shaped like controller-runtime's.
+
+A ``Reconciler`` converges one key ("namespace/name", or "name" for cluster-scoped objects) to
+its desired state: it reads the cache, computes what should be, and writes only the difference.
+It is level-triggered: it never sees the event that queued the key, so reconciling a key twice,
+or after a restart, gives the same result.
+
+``Controller`` runs a bounded number of workers over a ``WorkQueue``: an exception is logged
+and the key retried with its per-key backoff; a success forgets the backoff; ``requeue_after``
+asks for another look after that many seconds (a timeout, a poll).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from scheduler.controllers.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileResult:
+    requeue_after: float | None = None  # seconds until this key should be reconciled again
+
+
+class Reconciler(Protocol):
+    name: str
+
+    async def reconcile(self, key: str) -> ReconcileResult: ...
+
+
+@runtime_checkable
+class PreparesOnStart(Protocol):
+    """A reconciler with state to rebuild from the cache each time its controller starts (leading begins)."""
+
+    async def prepare(self) -> None: ...
+
+
+class Controller:
+    def __init__(self, reconciler: Reconciler, *, workers: int = 4, queue: WorkQueue | None = None) -> None:
+        if workers < 1:
+            raise ValueError(f"controller {reconciler.name!r} needs at least one worker (got {workers})")
+        self.reconciler = reconciler
+        self.workers = workers
+        self.queue = queue if queue is not None else WorkQueue(name=reconciler.name)
+        self.reconciles = 0
+        self.errors = 0
+
+    @property
+    def name(self) -> str:
+        return self.reconciler.name
+
+    async def run(self) -> None:
+        """Run the workers until cancelled or the queue shuts down.
+
+        A reconciler that ``prepare``s does so first; cancelling ``run`` cancels the workers
+        mid-reconcile (a leader that lost its lease must stop writing at once).
+        """
+        if isinstance(self.reconciler, PreparesOnStart):
+            await self.reconciler.prepare()
+        async with asyncio.TaskGroup() as workers:
+            for index in range(self.workers):
+                workers.create_task(self._work(), name=f"{self.name}-worker-{index}")
+
+    async def _work(self) -> None:
+        while True:
+            key = await self.queue.get()
+            if key is None:
+                return
+            try:
+                await self._reconcile(key)
+            finally:
+                self.queue.done(key)
+
+    async def _reconcile(self, key: str) -> None:
+        self.reconciles += 1
+        try:
+            result = await self.reconciler.reconcile(key)
+        except Exception:
+            self.errors += 1
+            log.exception("%s: reconciling %s failed; retrying in %.3fs", self.name, key, self.queue.backoff_delay(key))
+            self.queue.add_rate_limited(key)
+            return
+        self.queue.forget(key)
+        if result.requeue_after is not None:
+            self.queue.add_after(key, result.requeue_after)

@@ -1,0 +1,124 @@
+"""The controller manager against the fake API server: informers always, controllers while leading."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fakeapi.fixtures import FakeApi
+
+from scheduler.controllers.manager import ControllerManager, WatchSpec, own_key
+from scheduler.controllers.runtime import Controller, ReconcileResult
+from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
+from scheduler.kube.backoff import Backoff
+
+FAST_LEASE = LeaseSettings(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+FAST_INFORMERS = InformerSettings(watch_timeout_seconds=30, inactivity_timeout=30.0, backoff=Backoff(0.01, 0.05))
+
+
+class NodeRecorder:
+    name = "nodes"
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    async def reconcile(self, key: str) -> ReconcileResult:
+        self.calls[key] += 1
+        return ReconcileResult()
+
+
+def node(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def kube(fake_api: FakeApi) -> AsyncIterator[KubeClient]:
+    api_client = await fake_api.api_client()
+    try:
+        yield KubeClient(api_client)
+    finally:
+        await api_client.close()
+
+
+@contextlib.asynccontextmanager
+async def running(manager: ControllerManager) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(manager.run())
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def node_manager(client: KubeClient, leader: LeaderElector | None) -> tuple[ControllerManager, NodeRecorder]:
+    manager = ControllerManager(client, [WatchSpec("Node")], leader=leader, informer_settings=FAST_INFORMERS)
+    recorder = NodeRecorder()
+    manager.add(Controller(recorder, workers=2), enqueue={"Node": own_key})
+    return manager, recorder
+
+
+async def test_without_an_elector_cached_and_new_objects_are_reconciled(fake_api: FakeApi) -> None:
+    fake_api.server.seed(node("n1"))
+    async with kube(fake_api) as client:
+        manager, recorder = node_manager(client, None)
+        async with running(manager):
+            await eventually(lambda: recorder.calls["n1"] >= 1, what="the seeded node reconciled")
+            await client.create(node("n2"))
+            await eventually(lambda: recorder.calls["n2"] >= 1, what="the new node reconciled")
+            assert manager.cache.get("Node", "n2") is not None
+            assert manager.terms == 1
+
+
+async def test_losing_the_lease_stops_the_controllers_at_once_while_the_cache_stays_warm(fake_api: FakeApi) -> None:
+    fake_api.server.seed(node("n1"))
+    async with kube(fake_api) as client:
+        elector = LeaderElector(client, "lease", "default", "me", settings=FAST_LEASE)
+        manager, recorder = node_manager(client, elector)
+        async with running(manager):
+            await eventually(lambda: recorder.calls["n1"] >= 1, what="leading")
+            fake_api.faults.fail(None, "/leases", code=500, times=10_000)  # renewals fail
+            await eventually(lambda: not manager.leading.is_set(), timeout=3, what="stepping down")
+            assert not elector.leading.is_set()
+            await client.create(node("n2"))
+            await eventually(lambda: manager.cache.get("Node", "n2") is not None, what="the standby's cache")
+            await asyncio.sleep(0.2)
+            assert recorder.calls["n2"] == 0  # no controller runs on a standby
+            fake_api.faults.clear()
+            await eventually(lambda: recorder.calls["n2"] >= 1, timeout=5, what="leading again")
+            assert manager.terms == 2
+
+
+async def test_two_replicas_one_leads_and_the_other_takes_over(fake_api: FakeApi) -> None:
+    fake_api.server.seed(node("n1"))
+    async with kube(fake_api) as client:
+        managers = {}
+        recorders = {}
+        for name in ("a", "b"):
+            elector = LeaderElector(client, "lease", "default", name, settings=FAST_LEASE)
+            managers[name], recorders[name] = node_manager(client, elector)
+        async with running(managers["a"]) as task_a, running(managers["b"]) as task_b:
+            tasks = {"a": task_a, "b": task_b}
+            await eventually(lambda: any(m.leading.is_set() for m in managers.values()), what="a leader")
+            first = next(name for name, m in managers.items() if m.leading.is_set())
+            second = "b" if first == "a" else "a"
+            await eventually(lambda: managers[second].cache.synced.is_set(), what="the standby synced")
+            await asyncio.sleep(0.3)
+            assert not managers[second].leading.is_set()
+            assert recorders[second].calls["n1"] == 0
+            tasks[first].cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await tasks[first]
+            await eventually(lambda: recorders[second].calls["n1"] >= 1, timeout=3, what="the takeover")
