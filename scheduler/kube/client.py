@@ -24,16 +24,22 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from scheduler.kube.errors import KubeApiError, WatchExpired
 from scheduler.kube.kinds import KubeKind, kind_named
 
+# items per list request: client-go's informers page by 500 too
+DEFAULT_PAGE_SIZE = 500
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
 @dataclass(frozen=True)
 class ObjectList:
-    """A list answer: the items (with kind and apiVersion filled in) and the list's resourceVersion."""
+    """A list answer: the items (with kind and apiVersion filled in) and the list's resourceVersion.
+
+    ``pages`` counts the requests it took (more than one when the list was paged).
+    """
 
     items: list[dict[str, Any]]
     resource_version: str
+    pages: int = 1
 
 
 @dataclass
@@ -108,14 +114,43 @@ class KubeClient:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        limit: int | None = DEFAULT_PAGE_SIZE,
     ) -> ObjectList:
+        """Every matching object, fetched ``limit`` at a time (``None``: one unpaged request).
+
+        The pages are one consistent list at the first page's resourceVersion. When the server
+        says the continue token expired (410: compaction passed it), the list starts over
+        unpaged, as client-go's pager falls back to a full list.
+        """
         k = kind_named(kind)
-        query = [("labelSelector", label_selector)] if label_selector else []
+        selectors = [("labelSelector", label_selector)] if label_selector else []
         if field_selector:
-            query.append(("fieldSelector", field_selector))
-        answer = await self._call("GET", k.path(namespace), query=query)
-        items = [self._complete(k, item) for item in answer.get("items") or []]
-        return ObjectList(items, str((answer.get("metadata") or {}).get("resourceVersion", "")))
+            selectors.append(("fieldSelector", field_selector))
+        items: builtins.list[dict[str, Any]] = []
+        resource_version: str | None = None
+        token: str | None = None
+        pages = 0
+        while True:
+            query = list(selectors)
+            if limit is not None:
+                query.append(("limit", str(limit)))
+            if token:
+                query.append(("continue", token))
+            try:
+                answer = await self._call("GET", k.path(namespace), query=query)
+            except KubeApiError as error:
+                if error.status != 410 or not token:
+                    raise
+                items, resource_version, token, limit = [], None, None, None
+                continue
+            pages += 1
+            items.extend(self._complete(k, item) for item in answer.get("items") or [])
+            metadata = answer.get("metadata") or {}
+            if resource_version is None:
+                resource_version = str(metadata.get("resourceVersion", ""))
+            token = metadata.get("continue") or None
+            if not token:
+                return ObjectList(items, resource_version, pages)
 
     async def watch(
         self,
@@ -208,13 +243,32 @@ class KubeClient:
         return self._complete(k, await self._call("PATCH", path, body=patch, content_type=content_type))
 
     async def delete(
-        self, kind: str | KubeKind, name: str, namespace: str | None = None, *, resource_version: str | None = None
+        self,
+        kind: str | KubeKind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
     ) -> dict[str, Any]:
+        """Delete; ``propagation_policy`` is Background, Foreground or Orphan (None: the kind's default)."""
         k = kind_named(kind)
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if resource_version is not None:
             body["preconditions"] = {"resourceVersion": resource_version}
+        if propagation_policy is not None:
+            body["propagationPolicy"] = propagation_policy
         return await self._call("DELETE", k.path(namespace, name), body=body)
+
+    async def bind_pod(self, name: str, namespace: str, node: str) -> None:
+        """Bind a pod to a node through the ``pods/binding`` subresource, as kube-scheduler does."""
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        await self._call("POST", kind_named("Pod").path(namespace, name, "binding"), body=binding)
 
     # -------------------------------------------------------------------------- helpers
 

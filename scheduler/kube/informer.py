@@ -59,6 +59,7 @@ class InformerSettings:
     watch_timeout_seconds: int = 300  # the server ends each watch after this (timeoutSeconds)
     inactivity_timeout: float = 330.0  # no line for this long: the stream is stuck, watch again
     backoff: Backoff = field(default_factory=Backoff)
+    page_size: int | None = 500  # objects per list request (limit/continue); None lists in one request
 
 
 class Informer:
@@ -108,7 +109,9 @@ class Informer:
                 await asyncio.sleep(delay)
 
     async def _list(self) -> None:
-        listed = await self.client.list(self.kind, self.namespace, label_selector=self.label_selector)
+        listed = await self.client.list(
+            self.kind, self.namespace, label_selector=self.label_selector, limit=self.settings.page_size
+        )
         self.stats.lists += 1
         present: set[tuple[str | None, str]] = set()
         for item in listed.items:

@@ -52,7 +52,19 @@ KINDS: dict[str, KubeKind] = {
         KubeKind("v1", "Node", "nodes", False),
         KubeKind("v1", "Pod", "pods", True),
         KubeKind("v1", "Event", "events", True),
+        KubeKind("v1", "Secret", "secrets", True),
+        KubeKind("v1", "ConfigMap", "configmaps", True),
         KubeKind("coordination.k8s.io/v1", "Lease", "leases", True),
+        KubeKind("batch/v1", "Job", "jobs", True),
+        KubeKind(
+            "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False
+        ),
+        KubeKind(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            False,
+        ),
         KubeKind(KUEUE, "ResourceFlavor", "resourceflavors", False),
         KubeKind(KUEUE, "ClusterQueue", "clusterqueues", False),
         KubeKind(KUEUE, "LocalQueue", "localqueues", True),
@@ -64,6 +76,7 @@ KINDS: dict[str, KubeKind] = {
         KubeKind(TRAINER, "TrainingRuntime", "trainingruntimes", True),
         KubeKind(TRAINER, "ClusterTrainingRuntime", "clustertrainingruntimes", False),
         KubeKind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", True),
+        KubeKind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups", True),
         KubeKind("kwok.x-k8s.io/v1alpha1", "Stage", "stages", False),
     )
 }

@@ -66,5 +66,9 @@ def resource_list(registry: Registry, group_name: str, version: str) -> dict[str
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        if (t.group, t.kind) == ("", "Pod"):
+            resources.append(
+                {"name": "pods/binding", "singularName": "", "namespaced": True, "kind": "Binding", "verbs": ["create"]}
+            )
     group_version = f"{group_name}/{version}" if group_name else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

@@ -84,7 +84,30 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         status_subresource=False,
         field_selectors=("involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "reason", "type"),
     ),
+    _core("Secret", "secrets", True, status_subresource=False, status_on_create="keep", field_selectors=("type",)),
+    _core("ConfigMap", "configmaps", True, status_subresource=False, status_on_create="keep"),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, status_subresource=False, custom=False),
+    ResourceType("batch", "v1", "Job", "jobs", True, custom=False, field_selectors=("status.successful",)),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        False,
+        status_subresource=False,
+        status_on_create="keep",
+        custom=False,
+    ),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        False,
+        status_subresource=False,
+        status_on_create="keep",
+        custom=False,
+    ),
     ResourceType(KUEUE, "v1beta2", "ResourceFlavor", "resourceflavors", False, status_subresource=False),
     ResourceType(KUEUE, "v1beta2", "ClusterQueue", "clusterqueues", False),
     ResourceType(KUEUE, "v1beta2", "LocalQueue", "localqueues", True),
@@ -98,6 +121,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         TRAINER, "v1alpha1", "ClusterTrainingRuntime", "clustertrainingruntimes", False, status_subresource=False
     ),
     ResourceType("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True),
+    ResourceType("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", True),
     ResourceType("kwok.x-k8s.io", "v1alpha1", "Stage", "stages", False, status_subresource=False),
 )
 

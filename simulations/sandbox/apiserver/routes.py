@@ -20,6 +20,13 @@ def _not_found() -> ApiError:
     return ApiError(404, "the server could not find the requested resource")
 
 
+def _subresources(rtype: ResourceType) -> tuple[str, ...]:
+    found: tuple[str, ...] = ("status",) if rtype.status_subresource else ()
+    if (rtype.group, rtype.kind) == ("", "Pod"):
+        found += ("binding",)
+    return found
+
+
 def parse_target(registry: Registry, path: str) -> Target:
     """``/api/v1[/namespaces/NS]/PLURAL[/NAME[/status]]`` or the same under ``/apis/GROUP/VERSION``."""
     parts = [p for p in path.split("/") if p]
@@ -42,7 +49,7 @@ def parse_target(registry: Registry, path: str) -> Target:
         raise _not_found()
     name = rest[1] if len(rest) >= 2 else None
     subresource = rest[2] if len(rest) == 3 else None
-    if subresource is not None and (subresource != "status" or not rtype.status_subresource):
+    if subresource is not None and subresource not in _subresources(rtype):
         raise _not_found()
     if rtype.namespaced and name is not None and namespace is None:
         raise _not_found()
@@ -51,6 +58,11 @@ def parse_target(registry: Registry, path: str) -> Target:
 
 def request_verb(method: str, target: Target, watch: bool) -> str:
     """The Kubernetes verb of a request, as RBAC and the fault rules name it."""
+    if target.subresource == "binding":
+        # pods/binding is create-only, as on the real server
+        if method != "POST":
+            raise ApiError(405, f"{method} is not allowed on pods/binding", reason="MethodNotAllowed")
+        return "create"
     if method == "GET":
         if target.name is not None:
             return "get"

@@ -21,13 +21,15 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import discovery
+from . import bindings, discovery
 from .errors import ApiError
 from .faults import Faults
 from .kinds import Registry, ResourceType
+from .paging import parse_limit
+from .records import StoredEvent, Subscription
 from .routes import Target, parse_target, request_verb
 from .selectors import parse_field_selector, parse_label_selector
-from .store import DEFAULT_HISTORY, Store, StoredEvent, Subscription
+from .store import DEFAULT_HISTORY, Store
 
 DEFAULT_TOKEN = "trainyard-fake-token"
 SEED_NAMESPACES = ("default", "kube-system")
@@ -44,6 +46,19 @@ class RecordedRequest:
 def _truthy(value: str | None) -> bool:
     # kubernetes-asyncio sends watch=True; the real server parses booleans like Go's ParseBool
     return value is not None and value.lower() in ("true", "1", "t")
+
+
+def _propagation(options: Mapping[str, Any], query: Mapping[str, str]) -> str | None:
+    """DeleteOptions' propagationPolicy (body or query), or the deprecated orphanDependents."""
+    policy = options.get("propagationPolicy") or query.get("propagationPolicy")
+    if policy:
+        return str(policy)
+    orphan = options.get("orphanDependents")
+    if orphan is None and "orphanDependents" in query:
+        orphan = _truthy(query["orphanDependents"])
+    if orphan is None:
+        return None
+    return "Orphan" if orphan else "Background"
 
 
 def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
@@ -154,7 +169,7 @@ class FakeApiServer:
         watch = _truthy(query.get("watch"))
         verb = request_verb(request.method, target, watch)
         self.requests.append(RecordedRequest(request.method, verb, request.path, query))
-        injected = self.faults.take(verb, request.path)
+        injected = self.faults.take(verb, request.path, query)
         if injected is not None:
             error, retry_after = injected
             headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
@@ -165,29 +180,24 @@ class FakeApiServer:
         if verb == "watch":
             return await self._watch(request, target, query)
         if verb == "list":
-            matches = self._matcher(rtype, query)
-            items, revision = store.list_objects(rtype, namespace, matches)
-            if not rtype.custom:
-                # built-in list items carry no kind/apiVersion, as on the real server
-                for item in items:
-                    item.pop("kind", None)
-                    item.pop("apiVersion", None)
-            return _json(
-                {
-                    "kind": f"{rtype.kind}List",
-                    "apiVersion": rtype.api_version,
-                    "metadata": {"resourceVersion": str(revision)},
-                    "items": items,
-                }
-            )
+            return _json(self._list(target, query))
         assert name is not None or verb == "create"
         if verb == "get":
             return _json(store.get(rtype, namespace, str(name)))
         if verb == "delete":
             options = await self._body(request, required=False)
-            preconditions = options.get("preconditions") if isinstance(options, dict) else None
-            return _json(store.delete(rtype, namespace, str(name), preconditions, dry_run=dry_run))
+            options = options if isinstance(options, dict) else {}
+            propagation = _propagation(options, query)
+            return _json(
+                store.delete(
+                    rtype, namespace, str(name), options.get("preconditions"), propagation=propagation, dry_run=dry_run
+                )
+            )
         body = await self._body(request)
+        if target.subresource == "binding":
+            if not isinstance(body, dict):
+                raise ApiError.bad_request("the request body must be a JSON object")
+            return _json(bindings.bind(store, rtype, str(namespace), str(name), body, dry_run=dry_run), 201)
         if verb == "create":
             if not isinstance(body, dict):
                 raise ApiError.bad_request("the request body must be a JSON object")
@@ -198,6 +208,29 @@ class FakeApiServer:
             return _json(store.update(rtype, namespace, str(name), body, status=status, dry_run=dry_run))
         content_type = request.headers.get("Content-Type", "")
         return _json(store.patch(rtype, namespace, str(name), content_type, body, status=status, dry_run=dry_run))
+
+    def _list(self, target: Target, query: Mapping[str, str]) -> dict[str, Any]:
+        rtype = target.rtype
+        filtered = bool(query.get("labelSelector") or query.get("fieldSelector"))
+        page = self.store.list_page(
+            rtype,
+            target.namespace,
+            self._matcher(rtype, query),
+            limit=parse_limit(query.get("limit")),
+            continue_token=query.get("continue") or None,
+            count_remaining=not filtered,
+        )
+        if not rtype.custom:
+            # built-in list items carry no kind/apiVersion, as on the real server
+            for item in page.items:
+                item.pop("kind", None)
+                item.pop("apiVersion", None)
+        metadata: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token is not None:
+            metadata["continue"] = page.continue_token
+        if page.remaining_item_count is not None:
+            metadata["remainingItemCount"] = page.remaining_item_count
+        return {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": metadata, "items": page.items}
 
     def _discovery(self, path: str) -> dict[str, Any] | None:
         parts = [p for p in path.split("/") if p]

@@ -8,55 +8,25 @@ after etcd compaction. All operations are synchronous, so each one is atomic on 
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import datetime
 import random
-import string
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from .defaults import prepare_for_create, prepare_for_update
 from .errors import ApiError
 from .kinds import ResourceType
+from .ownership import BACKGROUND, FOREGROUND, ORPHAN, PROPAGATION_POLICIES, OwnerIndex, default_propagation
+from .paging import Continue, ListPage, decode_continue, expired_continue, page, snapshot
 from .patches import apply_patch
-
-Key = tuple[str, str]  # (namespace or "", name)
+from .records import Key, StoredEvent, Subscription
 
 DEFAULT_HISTORY = 1000
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    """One write, as watches see it: ``obj`` is the object after it, ``old`` before it."""
-
-    resource_version: int
-    type: str  # ADDED, MODIFIED, DELETED
-    rtype: ResourceType
-    namespace: str
-    obj: dict[str, Any]
-    old: dict[str, Any] | None
-
-
-@dataclass(eq=False)
-class Subscription:
-    """An open watch: events of one type (and namespace) are queued here as they happen."""
-
-    rtype: ResourceType
-    namespace: str | None
-    # None is the signal to end the stream (a fault, or the server stopping)
-    queue: asyncio.Queue[StoredEvent | None] = field(default_factory=asyncio.Queue)
-    abrupt: bool = False
-    stalled: bool = False
-
-    def close(self, *, abrupt: bool = False) -> None:
-        self.abrupt = abrupt
-        self.queue.put_nowait(None)
-
-    def wants(self, event: StoredEvent) -> bool:
-        return event.rtype is self.rtype and (self.namespace is None or self.namespace == event.namespace)
+# the alphabet of generateName suffixes (apimachinery's utilrand: no vowels, no look-alike digits)
+NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def _now() -> str:
@@ -77,6 +47,10 @@ class Store:
         # Events up to and including this revision are gone; resuming from before it is a 410.
         self.compacted_through = 0
         self.subscriptions: set[Subscription] = set()
+        self.owners = OwnerIndex()
+        # deletions waiting on finalizers: uid -> the propagation policy to apply once the object goes
+        self.pending_propagation: dict[str, str] = {}
+        self.collected = 0  # dependents the garbage collector deleted
 
     # -------------------------------------------------------------------------- internals
 
@@ -97,6 +71,7 @@ class Store:
             self._bucket(rtype).pop(key, None)
         else:
             self._bucket(rtype)[key] = obj
+        self.owners.track((rtype, key), old, None if event_type == "DELETED" else obj)
         event = StoredEvent(self.resource_version, event_type, rtype, key[0], copy.deepcopy(obj), old)
         self.history.append(event)
         while len(self.history) > self.history_limit:
@@ -156,8 +131,7 @@ class Store:
             prefix = metadata.get("generateName")
             if not prefix:
                 raise ApiError(422, f"{rtype.kind}.metadata.name: Required value: name or generateName is required")
-            suffix = "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
-            metadata["name"] = f"{prefix}{suffix}"
+            metadata["name"] = self._generated_name(rtype, namespace, str(prefix))
         self._require_namespace(rtype, namespace)
         key = (namespace or "", str(metadata["name"]))
         if key in self._bucket(rtype):
@@ -165,6 +139,7 @@ class Store:
         metadata["uid"] = str(uuid.uuid4())
         metadata["creationTimestamp"] = _now()
         metadata["generation"] = 1
+        prepare_for_create(rtype, obj)
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             metadata.pop(transient, None)
         if rtype.status_on_create == "drop" and rtype.status_subresource:
@@ -193,8 +168,34 @@ class Store:
         namespace: str | None,
         matches: Callable[[Mapping[str, Any]], bool] = lambda obj: True,
     ) -> tuple[list[dict[str, Any]], int]:
-        found = [copy.deepcopy(obj) for obj in self.items(rtype, namespace) if matches(obj)]
-        return found, self.resource_version
+        page = self.list_page(rtype, namespace, matches)
+        return page.items, page.resource_version
+
+    def list_page(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        matches: Callable[[Mapping[str, Any]], bool] = lambda obj: True,
+        *,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        count_remaining: bool = True,
+    ) -> ListPage:
+        """A list, or one page of it: ``limit`` items from where ``continue_token`` left off.
+
+        Later pages are read at the first page's revision (see ``paging``); ``count_remaining``
+        is False when selectors filter the list, since the real server leaves the count unset then.
+        """
+        bucket = self._bucket(rtype)
+        if not continue_token:
+            position = Continue(self.resource_version, "")
+            objects = sorted(((k, o) for k, o in bucket.items() if namespace in (None, k[0])), key=lambda ko: ko[0])
+        else:
+            position = decode_continue(continue_token)
+            if not self.compacted_through <= position.resource_version <= self.resource_version:
+                raise expired_continue()
+            objects = snapshot(bucket, self.history, rtype, namespace, position.resource_version)
+        return page(objects, position, matches, limit, count_remaining=count_remaining)
 
     def update(
         self,
@@ -241,12 +242,24 @@ class Store:
                     updated.pop("status", None)
             if _spec_part(updated) != _spec_part(stored):
                 metadata["generation"] = int(kept.get("generation", 1)) + 1
+        prepare_for_update(rtype, updated)
         if dry_run:
             return updated
         key = (namespace or "", name)
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
-            return self._commit(rtype, key, "DELETED", updated, copy.deepcopy(stored))
+            policy = self.pending_propagation.pop(str(stored["metadata"].get("uid")), default_propagation(rtype))
+            return self._remove(rtype, key, updated, stored, policy)
         return self._commit(rtype, key, "MODIFIED", updated, copy.deepcopy(stored))
+
+    def replace_stored(
+        self, rtype: ResourceType, namespace: str | None, name: str, obj: Mapping[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Write a whole object, spec and status together, as a registry's own subresource does
+        (``pods/binding``); the caller has checked it."""
+        stored = self._stored(rtype, namespace, name)
+        if dry_run:
+            return copy.deepcopy(dict(obj))
+        return self._commit(rtype, (namespace or "", name), "MODIFIED", copy.deepcopy(dict(obj)), copy.deepcopy(stored))
 
     def patch(
         self,
@@ -272,8 +285,16 @@ class Store:
         name: str,
         preconditions: Mapping[str, Any] | None = None,
         *,
+        propagation: str | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
+        """Delete an object; its dependents are collected per ``propagation`` (the kind's default if None)."""
+        if propagation is not None and propagation not in PROPAGATION_POLICIES:
+            raise ApiError(
+                422,
+                f"DeleteOptions.propagationPolicy: Unsupported value: {propagation!r}: supported values: "
+                + ", ".join(f'"{p}"' for p in PROPAGATION_POLICIES),
+            )
         stored = self._stored(rtype, namespace, name)
         for field_name in ("resourceVersion", "uid"):
             wanted = (preconditions or {}).get(field_name)
@@ -284,23 +305,73 @@ class Store:
                     f"{field_name} in object meta: {stored['metadata'].get(field_name)}",
                     reason="Conflict",
                 )
-        obj = copy.deepcopy(stored)
         if dry_run:
-            return obj
-        key = (namespace or "", name)
+            return copy.deepcopy(stored)
+        return self._delete_stored(rtype, (namespace or "", name), propagation or default_propagation(rtype))
+
+    def _delete_stored(self, rtype: ResourceType, key: Key, policy: str) -> dict[str, Any]:
+        stored = self._bucket(rtype)[key]
+        obj = copy.deepcopy(stored)
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
                 obj["metadata"]["deletionTimestamp"] = _now()
                 obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                self.pending_propagation[str(obj["metadata"].get("uid"))] = policy
                 return self._commit(rtype, key, "MODIFIED", obj, copy.deepcopy(stored))
             return obj
         if rtype.kind == "Namespace" and rtype.group == "":
             for other in list(self.objects):
                 if other.namespaced:
-                    for (ns, other_name), contained in list(self._bucket(other).items()):
-                        if ns == name:
-                            self._commit(other, (ns, other_name), "DELETED", copy.deepcopy(contained), contained)
-        return self._commit(rtype, key, "DELETED", obj, copy.deepcopy(stored))
+                    for contained_key in [k for k in self._bucket(other) if k[0] == key[1]]:
+                        contained = self._bucket(other).get(contained_key)
+                        if contained is not None:  # not collected already as a dependent of an earlier one
+                            self._remove(other, contained_key, copy.deepcopy(contained), contained, BACKGROUND)
+        if policy == FOREGROUND:
+            # the real server keeps the owner (with a foregroundDeletion finalizer) until its dependents
+            # are gone; here they go first, in one step, so the owner's DELETED comes last as there
+            self._collect(str(obj["metadata"].get("uid", "")), FOREGROUND)
+        return self._remove(rtype, key, obj, stored, policy)
+
+    def _remove(
+        self, rtype: ResourceType, key: Key, obj: dict[str, Any], stored: dict[str, Any], policy: str
+    ) -> dict[str, Any]:
+        """Commit a deletion, then let the garbage collector act on the object's dependents."""
+        removed = self._commit(rtype, key, "DELETED", obj, copy.deepcopy(stored))
+        self._collect(str(obj["metadata"].get("uid", "")), policy)
+        return removed
+
+    def _collect(self, owner_uid: str, policy: str) -> None:
+        """The garbage collector's work for a deleted owner: delete or orphan its dependents.
+
+        A dependent that still has another live owner only loses the reference to this one, as
+        the real collector does; ``Orphan`` removes the reference from every dependent.
+        """
+        if not owner_uid:
+            return
+        for rtype, key in self.owners.dependents_of(owner_uid):
+            dependent = self._bucket(rtype).get(key)
+            if dependent is None:
+                continue
+            references = dependent["metadata"].get("ownerReferences") or []
+            others = [r for r in references if str(r.get("uid")) != owner_uid]
+            if policy == ORPHAN or any(self.owners.exists(str(r.get("uid"))) for r in others):
+                orphaned = copy.deepcopy(dependent)
+                if others:
+                    orphaned["metadata"]["ownerReferences"] = others
+                else:
+                    orphaned["metadata"].pop("ownerReferences", None)
+                self._commit(rtype, key, "MODIFIED", orphaned, copy.deepcopy(dependent))
+            else:
+                self.collected += 1
+                self._delete_stored(rtype, key, FOREGROUND if policy == FOREGROUND else BACKGROUND)
+
+    def _generated_name(self, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
+        # the real server gives up after a few collisions with 409 AlreadyExists; so does this one
+        for _ in range(8):
+            name = prefix + "".join(random.choices(NAME_SUFFIX_ALPHABET, k=5))
+            if (namespace or "", name) not in self._bucket(rtype):
+                return name
+        raise ApiError.already_exists(rtype.plural, prefix, rtype.group)
 
     # ------------------------------------------------------------------------------ watch
 
