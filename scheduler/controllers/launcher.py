@@ -1,0 +1,163 @@
+"""The launcher: starts a TrainJob once its Workload's admission is committed, stops it on eviction.
+
+Shaped like Kueue's job framework (``pkg/controller/jobframework``): one generic reconciler,
+keyed by TrainJob "namespace/name", and one small protocol, ``JobLauncher``, with an
+implementation per launcher mode (the reconciler never branches on the mode):
+
+- ``jobset`` (``launcher_jobset``): no Trainer controller on the cluster; trainyard renders the
+  TrainJob itself, creates the JobSet and its companions, and mirrors the JobSet into the
+  TrainJob's status;
+- ``trainer`` (``launcher_trainer``): Kubeflow Trainer's controller creates the JobSet; trainyard
+  writes what the admission decided as a ``runtimePatches`` entry and unsuspends, as Kueue does.
+
+The reconciler reads the TrainJob and its Workload from the cache and decides, as Kueue's
+``ReconcileGenericJob`` does: a finished job is only synced; a suspended job whose Workload is
+committed-admitted is started; a running job whose Workload is not admitted (evicted,
+preempted, gone) is stopped; anything else is synced (status, leftovers).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from runtimes.api.trainer import DEFAULT_MANAGED_BY, TrainJob
+from scheduler.api.kueue import QUEUE_NAME_LABEL
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.launcher_podsets import admission_committed, workload_owned_by
+from scheduler.controllers.launcher_writes import LauncherWrites
+from scheduler.controllers.manager import WatchSpec, object_key
+from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.trainjob_status import is_finished, now_rfc3339
+from scheduler.trainjob import workload_name
+
+log = logging.getLogger(__name__)
+
+LauncherMode = Literal["jobset", "trainer"]
+LAUNCHER_MODES: tuple[LauncherMode, ...] = ("jobset", "trainer")
+
+# How long to wait for the cache to show a write this launcher made, before looking again anyway.
+STALE_CACHE_RECHECK = 1.0
+
+
+@dataclass
+class LaunchContext:
+    """One reconcile's view: the cached TrainJob (read-only) and its Workload, if it has one."""
+
+    key: str
+    trainjob: dict[str, Any]
+    model: TrainJob
+    workload: dict[str, Any] | None
+    cache: ClusterCache
+    writes: LauncherWrites
+    now: str = field(default_factory=now_rfc3339)
+
+    @property
+    def namespace(self) -> str:
+        return str(self.trainjob["metadata"]["namespace"])
+
+    @property
+    def name(self) -> str:
+        return str(self.trainjob["metadata"]["name"])
+
+    @property
+    def uid(self) -> str | None:
+        uid = self.trainjob["metadata"].get("uid")
+        return str(uid) if uid else None
+
+    @property
+    def suspended(self) -> bool:
+        return bool((self.trainjob.get("spec") or {}).get("suspend"))
+
+    @property
+    def admitted(self) -> bool:
+        return admission_committed(self.workload)
+
+    def trainjob_copy(self) -> dict[str, Any]:
+        return copy.deepcopy(self.trainjob)
+
+
+class JobLauncher(Protocol):
+    """One launcher mode, as Kueue's GenericJob: start with the pod-set info, stop, sync the rest.
+
+    Each returns seconds until the key should be looked at again, or None.
+    """
+
+    mode: LauncherMode
+
+    def watches(self) -> list[WatchSpec]: ...
+
+    async def start(self, ctx: LaunchContext) -> float | None: ...
+
+    async def stop(self, ctx: LaunchContext) -> float | None: ...
+
+    async def sync(self, ctx: LaunchContext) -> float | None: ...
+
+
+def managed_here(trainjob: dict[str, Any]) -> bool:
+    """A TrainJob in a queue, run by the cluster's own controllers (not handed to MultiKueue)."""
+    metadata = trainjob.get("metadata") or {}
+    if not (metadata.get("labels") or {}).get(QUEUE_NAME_LABEL):
+        return False
+    managed_by = (trainjob.get("spec") or {}).get("managedBy")
+    return managed_by in (None, "", DEFAULT_MANAGED_BY)
+
+
+class LauncherReconciler:
+    def __init__(self, launcher: JobLauncher, cache: ClusterCache, writes: LauncherWrites) -> None:
+        self.launcher = launcher
+        self.cache = cache
+        self.writes = writes
+        self.name = f"launcher-{launcher.mode}"
+
+    async def reconcile(self, key: str) -> ReconcileResult:
+        namespace, _, name = key.partition("/")
+        trainjob = self.cache.get("TrainJob", name, namespace)
+        if trainjob is None:
+            self.writes.forget("TrainJob", key)
+            return ReconcileResult()
+        if self.writes.stale("TrainJob", trainjob):
+            return ReconcileResult(requeue_after=STALE_CACHE_RECHECK)
+        if not managed_here(trainjob):
+            return ReconcileResult()
+        model = TrainJob.model_validate(trainjob)
+        workload = self.cache.get("Workload", workload_name(model), namespace)
+        if workload is not None and not workload_owned_by(workload, model.metadata.uid):
+            workload = None
+        ctx = LaunchContext(key, trainjob, model, workload, self.cache, self.writes)
+        if is_finished(trainjob.get("status")):
+            step = self.launcher.sync
+        elif ctx.suspended and ctx.admitted:
+            step = self.launcher.start
+        elif not ctx.suspended and not ctx.admitted:
+            step = self.launcher.stop
+        else:
+            step = self.launcher.sync
+        return ReconcileResult(requeue_after=await step(ctx))
+
+
+# -------------------------------------------------------------------------------- wiring
+
+
+def _owner_trainjob_keys(document: dict[str, Any] | None) -> list[str]:
+    if document is None:
+        return []
+    metadata = document.get("metadata") or {}
+    return [
+        f"{metadata.get('namespace')}/{ref.get('name')}"
+        for ref in metadata.get("ownerReferences") or ()
+        if ref.get("kind") == "TrainJob" and ref.get("controller")
+    ]
+
+
+def owner_trainjob_keys(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[str]:
+    """A Workload's or JobSet's change -> the key of the TrainJob that controls it."""
+    return sorted(set(_owner_trainjob_keys(old)) | set(_owner_trainjob_keys(new)))
+
+
+def trainjob_key(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[str]:
+    document = new if new is not None else old
+    return [object_key(document)] if document is not None else []
