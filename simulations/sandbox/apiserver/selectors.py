@@ -87,9 +87,13 @@ def parse_label_selector(text: str | None) -> Callable[[Mapping[str, str]], bool
     return lambda labels: all(r.matches(labels) for r in requirements)
 
 
+# field labels that are not the object's path to the field (an Event's "source" is its source.component)
+FIELD_PATHS = {"source": "source.component"}
+
+
 def _field_value(obj: Mapping[str, Any], path: str) -> str:
     value: Any = obj
-    for part in path.split("."):
+    for part in FIELD_PATHS.get(path, path).split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
     if value is None:
         return ""
