@@ -1,0 +1,193 @@
+"""The engine as a cache of the API server: queue objects, Nodes, Namespaces and Workloads in.
+
+``EngineMirror`` owns the controller's ``AdmissionEngine``. ``rebuild`` makes a fresh engine
+from everything cached (Workloads with ``status.admission`` are restored as admitted), which is
+what a new leader does first. After that the cache's change handlers keep it current: queue
+objects and Nodes are applied, deleted objects removed, new Workloads submitted, deleted ones
+forgotten; a Workload whose cached status disagrees with the engine (an admission the engine
+does not know of, or one it holds that the server no longer shows) is submitted again as the
+server has it — the server is the truth. Our own writes echo back through the informer; while a
+write is in flight or its revision not yet seen, those echoes are not taken as disagreement.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from runtimes.k8s.core import Node
+from runtimes.k8s.meta import Resource
+from scheduler.api.kueue import KUEUE_KINDS, Workload
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.conditions import condition_true
+from scheduler.engine import AdmissionEngine, EngineConfig
+from scheduler.engine.workloads import WorkloadState
+
+log = logging.getLogger(__name__)
+
+QUEUE_KINDS = ("ResourceFlavor", "Topology", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+ENGINE_KINDS = (*QUEUE_KINDS, "Node", "Namespace", "Workload")
+EXPECTATION_TTL = 30.0  # seconds an unseen revision of our own write is waited for
+
+
+def workload_key(document: dict[str, Any]) -> str:
+    metadata = document.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
+
+
+def _revision(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class EngineMirror:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        config: EngineConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.cache = cache
+        self.config = config or EngineConfig()
+        self.clock = clock
+        self.on_change = on_change  # an input changed: an admission cycle is due
+        self.engine = AdmissionEngine(self.config)
+        self.live = False  # handlers feed the engine only after the first rebuild
+        self.writing: set[str] = set()  # workload keys with a status write in flight
+        self._expected: dict[str, tuple[str, float]] = {}  # key -> (revision we wrote, when)
+        for kind in ENGINE_KINDS:
+            cache.on_change(kind, self._handler(kind))
+
+    # ------------------------------------------------------------------ rebuild
+
+    def rebuild(self) -> None:
+        """A fresh engine from the cache: the state the API server holds now."""
+        self.engine = AdmissionEngine(self.config)
+        self._expected.clear()
+        for kind in QUEUE_KINDS:
+            for document in self.cache.list(kind):
+                self._apply(kind, document)
+        for document in self.cache.list("Node"):
+            self._apply("Node", document)
+        for document in self.cache.list("Namespace"):
+            self._apply("Namespace", document)
+        now = self.clock()
+        for document in self.cache.list("Workload"):
+            self._submit(document, now)
+        self.live = True
+
+    # ------------------------------------------------------------------ handlers
+
+    def _handler(self, kind: str) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], None]:
+        def handle(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            if not self.live:
+                return
+            if kind == "Workload":
+                self._workload_changed(old, new)
+            elif new is None:
+                self._delete(kind, old)
+            else:
+                self._apply(kind, new)
+            self.on_change()
+
+        return handle
+
+    def _apply(self, kind: str, document: dict[str, Any]) -> None:
+        try:
+            if kind == "Namespace":
+                labels = (document.get("metadata") or {}).get("labels") or {}
+                self.engine.set_namespace(str(document["metadata"]["name"]), dict(labels))
+                return
+            model: Resource = (
+                Node.model_validate(document) if kind == "Node" else KUEUE_KINDS[kind].model_validate(document)
+            )
+        except ValidationError as error:
+            name = (document.get("metadata") or {}).get("name")
+            log.warning("%s %s is not readable and is left out of admission: %s", kind, name, error)
+            return
+        self.engine.apply(model)
+
+    def _delete(self, kind: str, document: dict[str, Any] | None) -> None:
+        if document is None:
+            return
+        metadata = document.get("metadata") or {}
+        if kind == "Namespace":
+            self.engine.model.namespaces.pop(str(metadata.get("name")), None)
+            return
+        self.engine.delete(kind, str(metadata.get("name")), metadata.get("namespace"))
+
+    def _workload_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        now = self.clock()
+        if new is None:
+            if old is not None:
+                self.engine.forget(workload_key(old), now)
+            return
+        key = workload_key(new)
+        info = self.engine.workloads.get(key)
+        if info is None:
+            self._submit(new, now)
+            return
+        if not self._settled(key, new, now):
+            return
+        if condition_true(new, "Finished"):
+            if info.state is not WorkloadState.FINISHED:
+                self.engine.finish(key, now)
+            return
+        admitted_on_server = bool((new.get("status") or {}).get("admission"))
+        spec_changed = old is not None and (old.get("metadata") or {}).get("generation") != (
+            new.get("metadata") or {}
+        ).get("generation")
+        engine_admitted = info.state is WorkloadState.ADMITTED
+        if admitted_on_server != engine_admitted or (spec_changed and not engine_admitted):
+            self.resubmit(key)
+
+    def _settled(self, key: str, document: dict[str, Any], now: float) -> bool:
+        """False while our own write to ``key`` is in flight or its revision not yet seen."""
+        if key in self.writing:
+            return False
+        expected = self._expected.get(key)
+        if expected is None:
+            return True
+        seen = _revision((document.get("metadata") or {}).get("resourceVersion"))
+        wrote = _revision(expected[0])
+        if (seen is not None and wrote is not None and seen >= wrote) or now - expected[1] > EXPECTATION_TTL:
+            del self._expected[key]
+            return True
+        return False
+
+    # ------------------------------------------------------------------ writes' bookkeeping
+
+    def wrote(self, key: str, written: dict[str, Any]) -> None:
+        """Our write to ``key`` succeeded with this answer: wait for the informer to show it."""
+        version = (written.get("metadata") or {}).get("resourceVersion")
+        if version is not None:
+            self._expected[key] = (str(version), self.clock())
+
+    def resubmit(self, key: str) -> None:
+        """Forget what the engine decided for ``key`` and take the Workload as the cache has it.
+
+        The way back from a failed write: quota the engine reserved for a decision that did not
+        land is released; an admission that did land is restored.
+        """
+        now = self.clock()
+        self.engine.forget(key, now)
+        namespace, _, name = key.partition("/")
+        document = self.cache.get("Workload", name, namespace)
+        if document is not None:
+            self._submit(document, now)
+
+    def _submit(self, document: dict[str, Any], now: float) -> None:
+        try:
+            workload = Workload.model_validate(document)
+        except ValidationError as error:
+            log.warning("Workload %s is not readable and is left out of admission: %s", workload_key(document), error)
+            return
+        self.engine.submit(workload, now)

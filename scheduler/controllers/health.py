@@ -1,0 +1,135 @@
+"""What the queue controller learns from Pods and Nodes: readiness and node failures.
+
+- PodsReady (Kueue's waitForPodsReady): a Workload's pods carry its name in the
+  ``kueue.x-k8s.io/workload`` annotation; once as many are Ready (or Succeeded) as the admission
+  counts, the Workload gets PodsReady=True and the engine stops its timeout.
+- Node failure: a Node that turns NotReady or is deleted under an admitted gang (its
+  topologyAssignment names the node, or one of its pods runs there) gets the gang evicted with
+  Kueue's reason ``NodeFailures`` and requeued with backoff.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runtimes.k8s.core import Node
+from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
+from scheduler.controllers.conditions import condition_true
+from scheduler.controllers.constants import WORKLOAD_ANNOTATION
+from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.workload_status import pods_ready_patch
+
+if TYPE_CHECKING:
+    from scheduler.controllers.queue_controller import QueueController
+
+PODS_PREFIX = "pods:"
+NODE_PREFIX = "node:"
+
+
+def pods_key_for_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    document = new if new is not None else old
+    if document is None:
+        return []
+    metadata = document.get("metadata") or {}
+    workload = (metadata.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
+    return [f"{PODS_PREFIX}{metadata.get('namespace')}/{workload}"] if workload else []
+
+
+def _node_ready(document: dict[str, Any]) -> bool:
+    try:
+        return Node.model_validate(document).ready
+    except ValueError:
+        return True
+
+
+def node_key_for_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """A Node that went away, or went from Ready to NotReady."""
+    if old is None:
+        return []
+    name = str((old.get("metadata") or {}).get("name"))
+    if new is None or (_node_ready(old) and not _node_ready(new)):
+        return [f"{NODE_PREFIX}{name}"]
+    return []
+
+
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
+        return True
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def placed_nodes(workload: dict[str, Any]) -> set[str]:
+    """The nodes an admitted Workload's topologyAssignments name (hostname-level placements)."""
+    nodes: set[str] = set()
+    admission = (workload.get("status") or {}).get("admission") or {}
+    for assignment in admission.get("podSetAssignments") or ():
+        raw = assignment.get("topologyAssignment")
+        if not raw:
+            continue
+        try:
+            decoded = decode_topology_assignment(raw)
+        except TopologyAssignmentError:
+            continue
+        if decoded.levels and decoded.levels[-1] == HOSTNAME_LABEL:
+            nodes.update(decoded.pod_nodes())
+    return nodes
+
+
+class HealthChecks:
+    def __init__(self, controller: QueueController) -> None:
+        self.controller = controller
+
+    async def reconcile(self, key: str) -> ReconcileResult:
+        if key.startswith(PODS_PREFIX):
+            namespace, _, name = key[len(PODS_PREFIX) :].partition("/")
+            await self._pods_ready(namespace, name)
+        elif key.startswith(NODE_PREFIX):
+            await self._node_failed(key[len(NODE_PREFIX) :])
+        return ReconcileResult()
+
+    async def _pods_ready(self, namespace: str, name: str) -> None:
+        controller = self.controller
+        workload = controller.cache.get("Workload", name, namespace)
+        if workload is None or condition_true(workload, "Finished"):
+            return
+        admission = (workload.get("status") or {}).get("admission") or {}
+        expected = sum(int(a.get("count") or 0) for a in admission.get("podSetAssignments") or ())
+        if not expected:
+            return
+        pods = [
+            pod
+            for pod in controller.cache.list("Pod", namespace)
+            if ((pod.get("metadata") or {}).get("annotations") or {}).get(WORKLOAD_ANNOTATION) == name
+        ]
+        ready = sum(1 for pod in pods if _pod_ready(pod)) >= expected
+        now = controller.clock()
+        key = f"{namespace}/{name}"
+        if ready:
+            controller.engine.pods_ready(key, now)
+        patch = pods_ready_patch(workload, ready, now)
+        if patch is not None and not await controller.write_status(key, workload, patch):
+            raise RuntimeError(f"PodsReady of Workload {key} not written; retrying")
+
+    async def _node_failed(self, node_name: str) -> None:
+        controller = self.controller
+        node = controller.cache.get("Node", node_name)
+        if node is not None and _node_ready(node):
+            return  # recovered before we got to it
+        affected: set[str] = set()
+        for workload in controller.cache.list("Workload"):
+            if (workload.get("status") or {}).get("admission") and node_name in placed_nodes(workload):
+                metadata = workload["metadata"]
+                affected.add(f"{metadata.get('namespace')}/{metadata.get('name')}")
+        for pod in controller.cache.list("Pod"):
+            if (pod.get("spec") or {}).get("nodeName") == node_name:
+                metadata = pod.get("metadata") or {}
+                workload_name = (metadata.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
+                if workload_name:
+                    affected.add(f"{metadata.get('namespace')}/{workload_name}")
+        failed = []
+        for key in sorted(affected):
+            if not await controller.evict_for_node_failure(key, node_name):
+                failed.append(key)
+        if failed:
+            raise RuntimeError(f"eviction after the failure of node {node_name} not written for {', '.join(failed)}")

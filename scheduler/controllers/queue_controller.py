@@ -1,0 +1,321 @@
+"""The queue controller: admission cycles of the engine, written back on Workloads in Kueue's shapes.
+
+One reconciler, three kinds of key:
+
+- ``@cycle``: run ``engine.schedule(now)`` and write its decisions. Input changes ask for a
+  cycle ``debounce`` seconds after the first change (a burst of events is one cycle) and never
+  sooner than ``min_interval`` after the previous one; the engine's own timers (pods-ready
+  timeouts, requeue backoff) come back as ``requeue_after``.
+- ``pods:<namespace>/<workload>``: the workload's pods changed; PodsReady is recomputed.
+- ``node:<name>``: a Node turned NotReady or went away; gangs placed on it are handled.
+
+Writes keep the API server within quota at every moment: victims' evictions are written before
+any admission, a preemptor is admitted only if every one of its victims' evictions landed, and
+any decision whose write fails is undone in the engine by taking the Workload back as the cache
+has it (``EngineMirror.resubmit``): no leaked quota, no double admission.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import aiohttp
+
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.engine_mirror import EngineMirror, workload_key
+from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
+from scheduler.controllers.health import HealthChecks, node_key_for_change, pods_key_for_change
+from scheduler.controllers.metrics import QueueMetrics
+from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.workload_status import admitted_patch, evicted_patch, pending_patch
+from scheduler.engine import EngineConfig
+from scheduler.engine.results import CycleResult
+from scheduler.engine.views import waiting_reason
+from scheduler.engine.workloads import WorkloadState
+from scheduler.kube import KubeApiError, KubeClient, patch_status
+
+log = logging.getLogger(__name__)
+
+CYCLE_KEY = "@cycle"
+WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
+_POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
+
+
+class QueueController:
+    name = "queue"
+
+    def __init__(
+        self,
+        client: KubeClient,
+        cache: ClusterCache,
+        *,
+        config: EngineConfig | None = None,
+        metrics: QueueMetrics | None = None,
+        events: EventRecorder | None = None,
+        clock: Callable[[], float] = time.time,
+        debounce: float = 0.05,
+        min_interval: float = 0.1,
+        pending_refresh: float = 10.0,
+        write_concurrency: int = 16,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.clock = clock
+        self.metrics = metrics
+        self.events = events
+        self.debounce = debounce
+        self.min_interval = min_interval
+        self.pending_refresh = pending_refresh
+        self._writes = asyncio.Semaphore(write_concurrency)
+        self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
+        self.health = HealthChecks(self)
+        self.queue_add_after: Callable[[str, float], None] | None = None  # set by bind()
+        self._last_cycle: float | None = None  # loop time
+        self._pending_written: dict[str, float] = {}  # key -> loop time of the last pending write
+        self.cycles = 0
+
+    @property
+    def engine(self) -> Any:
+        return self.mirror.engine
+
+    def bind(self, add_after: Callable[[str, float], None]) -> None:
+        """Give the controller its work queue's ``add_after`` (so changes can ask for a cycle)."""
+        self.queue_add_after = add_after
+
+    def enqueue_map(self) -> dict[str, Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[str]]]:
+        """The manager's mappers: Pods and Nodes ask for health checks. Engine inputs ask for a
+        (debounced) cycle through the mirror, not through a key added at once."""
+        return {"Node": node_key_for_change, "Pod": pods_key_for_change}
+
+    # ------------------------------------------------------------------ the reconciler
+
+    async def prepare(self) -> None:
+        """A new term: the engine is rebuilt from the Workloads' status, then a cycle runs."""
+        self.mirror.rebuild()
+        self._pending_written.clear()
+        self._last_cycle = None
+        self.request_cycle()
+
+    async def reconcile(self, key: str) -> ReconcileResult:
+        if key == CYCLE_KEY:
+            return await self._cycle()
+        return await self.health.reconcile(key)
+
+    def request_cycle(self) -> None:
+        if self.queue_add_after is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = self.debounce
+        if self._last_cycle is not None:
+            delay = max(delay, self._last_cycle + self.min_interval - loop.time())
+        self.queue_add_after(CYCLE_KEY, delay)
+
+    async def _cycle(self) -> ReconcileResult:
+        self._last_cycle = asyncio.get_running_loop().time()
+        self.cycles += 1
+        now = self.clock()
+        result = self.engine.schedule(now)
+        retry = await self._write_decisions(result, now)
+        await self._write_pending(now)
+        if self.metrics is not None:
+            self.metrics.refresh(self.engine)
+        wake = self.engine.next_timer()
+        delay = None if wake is None else max(0.0, wake - self.clock())
+        if retry:
+            delay = self.min_interval if delay is None else min(delay, self.min_interval)
+        return ReconcileResult(requeue_after=delay)
+
+    # ------------------------------------------------------------------ decisions
+
+    async def _write_decisions(self, result: CycleResult, now: float) -> bool:
+        """Evictions first, then admissions; True if anything failed (another cycle is due)."""
+        failed = False
+        evictions: list[Awaitable[bool]] = []
+        for preempted in result.preempted:
+            evictions.append(
+                self._evict(preempted.key, "Preempted", preempted.message, now, preempted_reason=preempted.reason)
+            )
+        for evicted in result.evicted:
+            evictions.append(
+                self._evict(evicted.key, evicted.reason, evicted.message, now, requeue_at=evicted.requeue_at)
+            )
+        outcomes = await asyncio.gather(*evictions)
+        failed_victims = {p.key for p, ok in zip(result.preempted, outcomes, strict=False) if not ok}
+        failed = not all(outcomes)
+        blocked = {p.preemptor for p in result.preempted if p.key in failed_victims}
+        admissions = []
+        for admitted in result.admitted:
+            if admitted.key in blocked:
+                # its victims still hold their quota on the server: admitting it now would overcommit
+                self.mirror.resubmit(admitted.key)
+                failed = True
+                continue
+            admissions.append(self._admit(admitted.key, now))
+        if not all(await asyncio.gather(*admissions)):
+            failed = True
+        return failed
+
+    async def _evict(
+        self,
+        key: str,
+        reason: str,
+        message: str,
+        now: float,
+        *,
+        preempted_reason: str | None = None,
+        requeue_at: float | None = None,
+    ) -> bool:
+        document = self._cached(key)
+        if document is None or not (document.get("status") or {}).get("admission"):
+            # the server shows no admission to take away: the engine was behind; take the server's view
+            self.mirror.resubmit(key)
+            return True
+        if requeue_at is None and preempted_reason is not None:
+            requeue_at = now  # preempted workloads go back to their queue at once
+        patch = evicted_patch(document, reason, message, now, preempted_reason=preempted_reason, requeue_at=requeue_at)
+        if not await self._patch(key, document, patch):
+            self.mirror.resubmit(key)
+            return False
+        await self._event(document, WARNING, "Preempted" if preempted_reason else "Evicted", message)
+        return True
+
+    async def _admit(self, key: str, now: float) -> bool:
+        info = self.engine.workloads.get(key)
+        document = self._cached(key)
+        if info is None or info.admission is None or info.state is not WorkloadState.ADMITTED:
+            return True  # undone meanwhile (deleted, finished)
+        if document is None or (document.get("status") or {}).get("admission"):
+            # never admit what the server already shows admitted (or no longer has): take its view
+            self.mirror.resubmit(key)
+            return document is None
+        if not await self._patch(key, document, admitted_patch(document, info.admission, now)):
+            self.mirror.resubmit(key)
+            return False
+        self._pending_written.pop(key, None)
+        if self.metrics is not None:
+            self.metrics.admitted(info.admission.cluster_queue, now - (info.queue_order_time or info.created))
+        await self._event(
+            document, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {info.admission.cluster_queue}"
+        )
+        return True
+
+    async def _write_pending(self, now: float) -> None:
+        """QuotaReserved=False with the reason and position, only where it changed.
+
+        A change of position alone is written at most every ``pending_refresh`` seconds per
+        workload, so a queue of a thousand moving up by one is not a thousand writes.
+        """
+        loop = asyncio.get_running_loop()
+        positions = self._positions()
+        writes = []
+        for key, info in list(self.engine.workloads.items()):
+            if info.state not in (WorkloadState.PENDING, WorkloadState.INADMISSIBLE, WorkloadState.DEACTIVATED):
+                continue
+            document = self._cached(key)
+            if document is None or key in self.mirror.writing or (document.get("status") or {}).get("admission"):
+                continue
+            message = waiting_reason(self.engine, info) or "waiting"
+            position = positions.get(key)
+            if position is not None:
+                message += f" (position {position} in ClusterQueue {info.cluster_queue})"
+            current = _quota_reserved_message(document)
+            if current == message:
+                continue
+            if current is not None and _POSITION.sub("", current) == _POSITION.sub("", message):
+                last = self._pending_written.get(key)
+                if last is not None and loop.time() - last < self.pending_refresh:
+                    continue
+            patch = pending_patch(document, message, now)
+            if patch is None:
+                continue
+            reason_changed = current is None or _POSITION.sub("", current) != _POSITION.sub("", message)
+            writes.append(self._write_one_pending(key, document, patch, message if reason_changed else None))
+        await asyncio.gather(*writes)
+
+    async def _write_one_pending(
+        self, key: str, document: dict[str, Any], patch: dict[str, Any], event_message: str | None
+    ) -> None:
+        if await self._patch(key, document, patch):
+            self._pending_written[key] = asyncio.get_running_loop().time()
+            if event_message is not None:
+                await self._event(document, NORMAL, "Pending", event_message)
+
+    def _positions(self) -> dict[str, int]:
+        positions: dict[str, int] = {}
+        for cq in self.engine.model.cluster_queues.values():
+            for index, workload in enumerate(cq.queue.pending(), start=1):
+                positions[workload.key] = index
+        return positions
+
+    async def evict_for_node_failure(self, key: str, node: str) -> bool:
+        """Evict an admitted gang from a failed node (Kueue's ``NodeFailures``); False if the write failed."""
+        now = self.clock()
+        message = f"Node {node} failed under the workload's pods; evicted to be placed again"
+        evicted = self.engine.evict(key, "NodeFailures", now, message=message)
+        if evicted is None:
+            return True  # not admitted as far as the engine knows: nothing to take back
+        ok = await self._evict(key, "NodeFailures", message, now, requeue_at=evicted.requeue_at)
+        self.request_cycle()
+        return ok
+
+    async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool:
+        return await self._patch(key, document, patch)
+
+    # ------------------------------------------------------------------ writing
+
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        namespace, _, name = key.partition("/")
+        return self.cache.get("Workload", name, namespace)
+
+    async def _patch(self, key: str, document: dict[str, Any], status: dict[str, Any]) -> bool:
+        """Merge-patch the Workload's status at the revision read; False on any failure."""
+        metadata = document.get("metadata") or {}
+        self.mirror.writing.add(key)
+        try:
+            async with self._writes:
+                written = await patch_status(
+                    self.client,
+                    "Workload",
+                    str(metadata.get("name")),
+                    metadata.get("namespace"),
+                    status,
+                    resource_version=str(metadata.get("resourceVersion")),
+                )
+        except WRITE_ERRORS as error:
+            log.info("status of Workload %s not written (%s); the next cycle reconciles it again", key, error)
+            return False
+        finally:
+            self.mirror.writing.discard(key)
+        self.mirror.wrote(key, written)
+        return True
+
+    async def _event(self, document: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        if self.events is None:
+            return
+        await self.events.record(document, event_type, reason, message)
+        owner = _owner_trainjob(self.cache, document)
+        if owner is not None:
+            await self.events.record(owner, event_type, reason, message)
+
+
+def _quota_reserved_message(document: dict[str, Any]) -> str | None:
+    for condition in (document.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "QuotaReserved" and condition.get("status") == "False":
+            return str(condition.get("message", ""))
+    return None
+
+
+def _owner_trainjob(cache: ClusterCache, document: dict[str, Any]) -> dict[str, Any] | None:
+    metadata = document.get("metadata") or {}
+    for reference in metadata.get("ownerReferences") or ():
+        if reference.get("kind") == "TrainJob" and reference.get("controller"):
+            return cache.get("TrainJob", str(reference.get("name")), metadata.get("namespace"))
+    return None
+
+
+__all__ = ["CYCLE_KEY", "QueueController", "workload_key"]

@@ -1,0 +1,97 @@
+"""Wiring: the queue controller and the TrainJob → Workload reconciler, with their watches.
+
+What ``trainyard serve`` adds to its ``ControllerManager``::
+
+    manager = ControllerManager(client, merge_watches(QUEUE_WATCHES, ...), leader=...)
+    for controller, enqueue in build_queue_controllers(client, manager.cache, ...).registrations:
+        manager.add(controller, enqueue=enqueue)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.constants import MANAGED_SELECTOR
+from scheduler.controllers.events import EventRecorder
+from scheduler.controllers.manager import KeyMapper, WatchSpec
+from scheduler.controllers.metrics import QueueMetrics
+from scheduler.controllers.queue_controller import QueueController
+from scheduler.controllers.runtime import Controller
+from scheduler.controllers.trainjob_workloads import TrainJobWorkloads
+from scheduler.controllers.workqueue import WorkQueue
+from scheduler.engine import EngineConfig
+from scheduler.kube import KubeClient
+
+QUEUE_WATCHES = [
+    WatchSpec("TrainJob"),
+    WatchSpec("TrainingRuntime"),
+    WatchSpec("ClusterTrainingRuntime"),
+    WatchSpec("Workload"),
+    WatchSpec("ResourceFlavor"),
+    WatchSpec("ClusterQueue"),
+    WatchSpec("LocalQueue"),
+    WatchSpec("Cohort"),
+    WatchSpec("WorkloadPriorityClass"),
+    WatchSpec("Topology"),
+    WatchSpec("Node"),
+    WatchSpec("Namespace"),
+    WatchSpec("Pod", MANAGED_SELECTOR),
+]
+
+
+def merge_watches(*groups: Iterable[WatchSpec]) -> list[WatchSpec]:
+    """One watch per kind; two different selectors for one kind is a wiring mistake."""
+    merged: dict[str, WatchSpec] = {}
+    for group in groups:
+        for spec in group:
+            seen = merged.get(spec.kind)
+            if seen is not None and seen != spec:
+                raise ValueError(
+                    f"{spec.kind} is watched with two selectors ({seen.label_selector!r} and "
+                    f"{spec.label_selector!r}); the controllers must agree on one"
+                )
+            merged[spec.kind] = spec
+    return list(merged.values())
+
+
+@dataclass
+class QueueControllers:
+    queue: QueueController
+    trainjobs: TrainJobWorkloads
+    metrics: QueueMetrics
+    registrations: list[tuple[Controller, dict[str, KeyMapper]]]
+
+
+def build_queue_controllers(
+    client: KubeClient,
+    cache: ClusterCache,
+    *,
+    config: EngineConfig | None = None,
+    registry: CollectorRegistry | None = None,
+    events: bool = True,
+    clock: Callable[[], float] = time.time,
+    workers: int = 4,
+    debounce: float = 0.05,
+) -> QueueControllers:
+    recorder = EventRecorder(client, clock=clock) if events else None
+    metrics = QueueMetrics(registry)
+    queue = QueueController(
+        client, cache, config=config, metrics=metrics, events=recorder, clock=clock, debounce=debounce
+    )
+    queue_controller = Controller(
+        queue, workers=workers, queue=WorkQueue(name=queue.name, base_delay=0.05, max_delay=10.0)
+    )
+    queue.bind(queue_controller.queue.add_after)
+    trainjobs = TrainJobWorkloads(client, cache, events=recorder, clock=clock)
+    trainjob_controller = Controller(trainjobs, workers=workers)
+    return QueueControllers(
+        queue,
+        trainjobs,
+        metrics,
+        [(queue_controller, dict(queue.enqueue_map())), (trainjob_controller, dict(trainjobs.enqueue_map()))],
+    )

@@ -1,0 +1,215 @@
+"""TrainJob → Workload: what Kueue's job reconciler (jobframework) does for a queued TrainJob.
+
+For a TrainJob with a ``kueue.x-k8s.io/queue-name`` label:
+
+- it gets exactly one Workload, named as Kueue names it, owned by the TrainJob (``controller``,
+  ``blockOwnerDeletion``), its pod sets from the rendered JobSet, priority from its
+  WorkloadPriorityClass label; a TrainJob that is not suspended and has no Workload yet is
+  suspended first (Kueue's webhook would have created it suspended);
+- when it cannot be rendered (no runtime, an invalid spec) it gets a Warning Event and the
+  condition ``WorkloadCreated=False`` instead, and is looked at again when its runtime changes;
+- when it is Complete or Failed its Workload gets ``Finished=True`` (the engine then releases
+  its quota).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from runtimes.api.trainer import (
+    CLUSTER_TRAINING_RUNTIME_KIND,
+    TRAINING_RUNTIME_KIND,
+    ClusterTrainingRuntime,
+    TrainingRuntime,
+    TrainJob,
+)
+from runtimes.errors import RenderError
+from scheduler.api.kueue import QUEUE_NAME_LABEL
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.conditions import condition_true, conditions_of, find_condition, set_condition
+from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
+from scheduler.controllers.manager import object_key
+from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.workload_status import finished_patch
+from scheduler.kube import KubeApiError, KubeClient, patch_status
+from scheduler.trainjob import workload_for_trainjob, workload_name
+
+log = logging.getLogger(__name__)
+
+WORKLOAD_CREATED = "WorkloadCreated"
+
+
+def _runtime_of(trainjob: dict[str, Any]) -> tuple[str, str]:
+    ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+    return str(ref.get("kind") or CLUSTER_TRAINING_RUNTIME_KIND), str(ref.get("name") or "")
+
+
+def _queued(trainjob: dict[str, Any]) -> bool:
+    return bool(((trainjob.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL))
+
+
+class TrainJobWorkloads:
+    name = "trainjob-workloads"
+
+    def __init__(
+        self,
+        client: KubeClient,
+        cache: ClusterCache,
+        *,
+        events: EventRecorder | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.events = events
+        self.clock = clock
+        self.created = 0
+
+    def enqueue_map(self) -> dict[str, Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[str]]]:
+        return {
+            "TrainJob": lambda old, new: [object_key(new)] if new is not None else [],
+            "Workload": self._owner_key,
+            "TrainingRuntime": self._users_of_runtime,
+            "ClusterTrainingRuntime": self._users_of_runtime,
+        }
+
+    def _owner_key(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+        document = new if new is not None else old
+        metadata = (document or {}).get("metadata") or {}
+        return [
+            f"{metadata.get('namespace')}/{ref.get('name')}"
+            for ref in metadata.get("ownerReferences") or ()
+            if ref.get("kind") == "TrainJob" and ref.get("controller")
+        ]
+
+    def _users_of_runtime(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+        """TrainJobs without a Workload that name this runtime: it may render them now."""
+        document = new if new is not None else old
+        if document is None:
+            return []
+        metadata = document.get("metadata") or {}
+        kind, name, namespace = document.get("kind"), metadata.get("name"), metadata.get("namespace")
+        keys = []
+        for trainjob in self.cache.list("TrainJob", namespace if kind == TRAINING_RUNTIME_KIND else None):
+            if _queued(trainjob) and _runtime_of(trainjob) == (kind, name):
+                keys.append(object_key(trainjob))
+        return keys
+
+    async def reconcile(self, key: str) -> ReconcileResult:
+        namespace, _, name = key.partition("/")
+        document = self.cache.get("TrainJob", name, namespace)
+        if document is None or not _queued(document):
+            return ReconcileResult()
+        try:
+            trainjob = TrainJob.model_validate(document)
+        except ValidationError as error:
+            await self._cannot_queue(document, "InvalidTrainJob", f"the TrainJob cannot be read: {error}")
+            return ReconcileResult()
+        existing = self.cache.get("Workload", workload_name(trainjob), namespace)
+        if existing is not None:
+            await self._sync_finished(document, existing)
+            return ReconcileResult()
+        if condition_true(document, "Complete") or condition_true(document, "Failed"):
+            return ReconcileResult()  # finished before it was ever queued here: nothing to admit
+        kind, runtime_name = _runtime_of(document)
+        runtime = self.cache.get(kind, runtime_name, namespace if kind == TRAINING_RUNTIME_KIND else None)
+        if runtime is None:
+            where = f" in namespace {namespace}" if kind == TRAINING_RUNTIME_KIND else ""
+            await self._cannot_queue(
+                document,
+                "RuntimeNotFound",
+                f"{kind} {runtime_name!r}{where} does not exist; create it or fix spec.runtimeRef",
+            )
+            return ReconcileResult()
+        if not (document.get("spec") or {}).get("suspend"):
+            # Kueue's webhook creates queued jobs suspended; one that got past it is suspended now
+            await self.client.patch(
+                "TrainJob",
+                name,
+                {"metadata": {"resourceVersion": document["metadata"]["resourceVersion"]}, "spec": {"suspend": True}},
+                namespace,
+            )
+        try:
+            runtime_model = (
+                TrainingRuntime if kind == TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
+            ).model_validate(runtime)
+            workload = workload_for_trainjob(trainjob, runtime_model)
+        except (RenderError, ValueError) as error:
+            await self._cannot_queue(document, "RenderFailed", f"the TrainJob cannot be rendered: {error}")
+            return ReconcileResult()
+        try:
+            await self.client.create(workload.to_dict())
+        except KubeApiError as error:
+            if error.status != 409:
+                raise
+            return ReconcileResult()  # it exists: the cache is behind
+        self.created += 1
+        await self._clear_failure(document)
+        if self.events is not None:
+            await self.events.record(
+                document, NORMAL, "CreatedWorkload", f"Created Workload: {namespace}/{workload.metadata.name}"
+            )
+        return ReconcileResult()
+
+    async def _sync_finished(self, trainjob: dict[str, Any], workload: dict[str, Any]) -> None:
+        for kind, succeeded in (("Complete", True), ("Failed", False)):
+            condition = find_condition((trainjob.get("status") or {}).get("conditions"), kind)
+            if condition is None or condition.get("status") != "True":
+                continue
+            message = str(condition.get("message") or f"TrainJob {kind.lower()}")
+            patch = finished_patch(workload, succeeded, message, self.clock())
+            if patch is None:
+                return
+            metadata = workload["metadata"]
+            await patch_status(
+                self.client,
+                "Workload",
+                metadata["name"],
+                metadata.get("namespace"),
+                patch,
+                resource_version=str(metadata.get("resourceVersion")),
+            )
+            return
+
+    async def _cannot_queue(self, trainjob: dict[str, Any], reason: str, message: str) -> None:
+        conditions = conditions_of(trainjob)
+        generation = (trainjob.get("metadata") or {}).get("generation")
+        changed = set_condition(
+            conditions, WORKLOAD_CREATED, False, reason, message,
+            generation=generation if isinstance(generation, int) else None, now=self.clock(),
+        )  # fmt: skip
+        if not changed:
+            return  # said already: no Event or write storm on every resync
+        log.info("TrainJob %s not queued: %s", object_key(trainjob), message)
+        if self.events is not None:
+            await self.events.record(trainjob, WARNING, reason, message)
+        await self._write_conditions(trainjob, conditions)
+
+    async def _clear_failure(self, trainjob: dict[str, Any]) -> None:
+        if find_condition((trainjob.get("status") or {}).get("conditions"), WORKLOAD_CREATED) is None:
+            return
+        conditions = [c for c in conditions_of(trainjob) if c.get("type") != WORKLOAD_CREATED]
+        await self._write_conditions(trainjob, conditions, conditional=False)
+
+    async def _write_conditions(
+        self, trainjob: dict[str, Any], conditions: list[dict[str, Any]], *, conditional: bool = True
+    ) -> None:
+        metadata = trainjob["metadata"]
+        try:
+            await patch_status(
+                self.client,
+                "TrainJob",
+                metadata["name"],
+                metadata.get("namespace"),
+                {"conditions": conditions},
+                resource_version=str(metadata.get("resourceVersion")) if conditional else None,
+            )
+        except KubeApiError as error:
+            if error.status != 409:
+                raise
+            # the launcher wrote meanwhile; the next event brings the TrainJob back here

@@ -1,0 +1,166 @@
+"""The queue controller against the fake API server: Workloads created, admitted, pending, preempted."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from fakeapi.fixtures import FakeApi
+from queue_support import (
+    Reader,
+    condition,
+    controller,
+    eventually,
+    is_admitted,
+    kube,
+    seed_queues,
+    trainjob,
+)
+
+from runtimes.api.trainer import TrainJob
+from scheduler.trainjob import workload_name
+
+
+@pytest.fixture
+def reader(fake_api: FakeApi) -> Iterator[Reader]:
+    r = Reader(fake_api)
+    yield r
+    r.close()
+
+
+async def test_a_queued_trainjob_gets_its_workload_and_is_admitted(fake_api: FakeApi, reader: Reader) -> None:
+    seed_queues(fake_api, cpu=4)
+    created = fake_api.server.seed(trainjob("llm", nodes=2, cpu=1))
+    async with kube(fake_api) as client, controller(client):
+        workload = await eventually(lambda: reader.workload_of("llm"), what="the Workload")
+        await eventually(lambda: _admitted(reader, "llm"), what="the admission")
+        workload = await reader.workload_of("llm")
+    assert workload is not None
+    assert workload["metadata"]["name"] == workload_name(TrainJob.model_validate(created))
+    assert workload["metadata"]["name"].startswith("trainjob-llm-")
+    owner = workload["metadata"]["ownerReferences"][0]
+    assert owner == {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "name": "llm",
+        "uid": created["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    assert workload["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == created["metadata"]["uid"]
+    assert workload["spec"]["queueName"] == "lq"
+    assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("node", 2)]
+    admission = workload["status"]["admission"]
+    assert admission["clusterQueue"] == "cq"
+    assignment = admission["podSetAssignments"][0]
+    assert assignment["name"] == "node"
+    assert assignment["flavors"] == {"cpu": "default"}
+    assert assignment["count"] == 2
+    assert assignment["resourceUsage"]["cpu"] == "2"
+    reserved = condition(workload, "QuotaReserved")
+    assert reserved is not None
+    assert reserved["status"] == "True"
+    assert reserved["reason"] == "QuotaReserved"
+    assert reserved["lastTransitionTime"]
+    assert reserved["observedGeneration"] == workload["metadata"]["generation"]
+    admitted = condition(workload, "Admitted")
+    assert admitted is not None
+    assert admitted["reason"] == "Admitted"
+    reasons = {e.reason for e in await reader.events()}
+    assert {"CreatedWorkload", "QuotaReserved"} <= reasons
+
+
+async def _admitted(reader: Reader, name: str) -> bool:
+    return is_admitted(await reader.workload_of(name))
+
+
+async def test_a_job_that_does_not_fit_waits_with_its_reason_and_position(fake_api: FakeApi, reader: Reader) -> None:
+    seed_queues(fake_api, cpu=2)
+    fake_api.server.seed(trainjob("first", nodes=2))
+    async with kube(fake_api) as client, controller(client) as process:
+        await eventually(lambda: _admitted(reader, "first"), what="the first admission")
+        fake_api.server.seed(trainjob("second", nodes=1))
+        fake_api.server.seed(trainjob("third", nodes=1))
+
+        async def both_pending() -> bool:
+            second, third = await reader.workload_of("second"), await reader.workload_of("third")
+            return all(
+                (c := condition(w, "QuotaReserved")) is not None and c["status"] == "False" for w in (second, third)
+            )
+
+        await eventually(both_pending, what="pending conditions")
+        second, third = await reader.workload_of("second"), await reader.workload_of("third")
+        writes_before = process.built.queue.cycles
+    assert second is not None
+    assert third is not None
+    for workload, position in ((second, 1), (third, 2)):
+        pending = condition(workload, "QuotaReserved")
+        assert pending is not None
+        assert pending["reason"] == "Pending"
+        assert "insufficient" in pending["message"] or "quota" in pending["message"], pending["message"]
+        assert pending["message"].endswith(f"(position {position} in ClusterQueue cq)")
+        assert "admission" not in (workload.get("status") or {}) or not workload["status"]["admission"]
+    assert writes_before >= 1
+
+
+async def test_a_higher_priority_job_preempts_a_lower_one(fake_api: FakeApi, reader: Reader) -> None:
+    seed_queues(fake_api, cpu=2, preemption="LowerPriority")
+    fake_api.server.seed(trainjob("low", nodes=2, priority="low"))
+    async with kube(fake_api) as client, controller(client):
+        await eventually(lambda: _admitted(reader, "low"), what="the low-priority admission")
+        fake_api.server.seed(trainjob("high", nodes=2, priority="high"))
+        await eventually(lambda: _admitted(reader, "high"), what="the preemptor's admission")
+        low = await reader.workload_of("low")
+        high = await reader.workload_of("high")
+    assert low is not None
+    assert high is not None
+    assert not (low.get("status") or {}).get("admission")
+    evicted, preempted = condition(low, "Evicted"), condition(low, "Preempted")
+    assert evicted is not None
+    assert evicted["status"] == "True"
+    assert evicted["reason"] == "Preempted"
+    assert preempted is not None
+    assert preempted["status"] == "True"
+    assert preempted["reason"] == "InClusterQueue"
+    assert condition(low, "QuotaReserved")["status"] == "False"  # type: ignore[index]
+    assert condition(low, "Admitted")["status"] == "False"  # type: ignore[index]
+    assert low["status"]["requeueState"]["count"] == 1
+    assert low["status"]["requeueState"]["requeueAt"]
+    assert high["spec"]["priorityClassRef"]["name"] == "high"
+
+
+async def test_an_unsuspended_trainjob_is_suspended_before_its_workload_is_created(
+    fake_api: FakeApi, reader: Reader
+) -> None:
+    seed_queues(fake_api, cpu=4)
+    fake_api.server.seed(trainjob("eager", nodes=1, suspend=False))
+    async with kube(fake_api) as client, controller(client):
+        await eventually(lambda: reader.workload_of("eager"), what="the Workload")
+        job = await reader.trainjob("eager")
+    assert job["spec"]["suspend"] is True
+
+
+async def test_a_trainjob_whose_runtime_is_missing_gets_an_event_and_a_condition(
+    fake_api: FakeApi, reader: Reader
+) -> None:
+    seed_queues(fake_api, cpu=4)
+    broken = trainjob("lost")
+    broken["spec"]["runtimeRef"] = {"name": "no-such-runtime"}
+    fake_api.server.seed(broken)
+
+    async def failed() -> bool:
+        c = condition(await reader.trainjob("lost"), "WorkloadCreated")
+        return c is not None and c["status"] == "False"
+
+    async with kube(fake_api) as client, controller(client):
+        await eventually(failed, what="the WorkloadCreated=False condition")
+        await asyncio.sleep(0.2)
+        job = await reader.trainjob("lost")
+        events = [e for e in await reader.events() if e.reason == "RuntimeNotFound"]
+    c = condition(job, "WorkloadCreated")
+    assert c is not None
+    assert c["reason"] == "RuntimeNotFound"
+    assert "no-such-runtime" in c["message"]
+    assert len(events) == 1  # said once, not on every resync
+    assert await reader.workload_of("lost") is None
