@@ -25,6 +25,7 @@ from webhooks.metrics import WebhookMetrics
 from webhooks.objects import ObjectCache
 from webhooks.review import BadReview, Verdict, build_response, parse_review
 from webhooks.tls import CertificateReloader
+from webhooks.visibility import add_visibility_routes
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ def create_app(
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
+    add_visibility_routes(app)  # answers once app[webhooks.visibility.VISIBILITY_KEY] is set
     return app
 
 

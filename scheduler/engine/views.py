@@ -37,7 +37,9 @@ def workload_status(workload: WorkloadInfo) -> str:
     return "Pending"
 
 
-def workload_report(engine: AdmissionEngine, workload: WorkloadInfo) -> dict[str, Any]:
+def waiting_reason(engine: AdmissionEngine, workload: WorkloadInfo) -> str:
+    """Why a workload is where it is, in words: the engine's reason, an inactive ClusterQueue's,
+    the reason its kind was parked with, or its place in the line."""
     reason = workload.reason
     cq = engine.cluster_queue_of(workload)
     if workload.state is WorkloadState.PENDING and cq is not None:
@@ -45,6 +47,11 @@ def workload_report(engine: AdmissionEngine, workload: WorkloadInfo) -> dict[str
             reason = f"ClusterQueue {cq.name} is inactive: {cq.inactive_reason}"
         elif not reason:
             reason = cq.queue.park_reason(workload) or "waiting for its turn in the queue"
+    return reason
+
+
+def workload_report(engine: AdmissionEngine, workload: WorkloadInfo) -> dict[str, Any]:
+    reason = waiting_reason(engine, workload)
     report: dict[str, Any] = {
         "namespace": workload.namespace,
         "name": workload.name,

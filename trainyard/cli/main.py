@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "kwok": ("trainyard.cli.kwok", "export a scenario for a real KWOK cluster (Nodes, Stages, Kueue objects, jobs)"),
     "serve": ("trainyard.cli.serve", "run the cluster services: the admission webhook (HTTPS)"),
+    "queues": ("trainyard.cli.queues", "queue quota administration: list, pending, describe, set-quota, what-if"),
 }
 
 
