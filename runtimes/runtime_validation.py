@@ -38,6 +38,9 @@ def validate_runtime(runtime: AnyTrainingRuntime) -> list[FieldError]:
     )
 
 
+_INT32_MAX = 2**31 - 1
+
+
 def _validate_policies(
     runtime: AnyTrainingRuntime, job_names: set[str], template_spec: dict[str, Any]
 ) -> list[FieldError]:
@@ -49,9 +52,12 @@ def _validate_policies(
             errors.append(
                 FieldError("spec.mlPolicy", f"sets {', '.join(sources)}: only one ML policy may be configured")
             )
-        if ml_policy.num_nodes is not None and ml_policy.num_nodes < 1:
+        if ml_policy.num_nodes is not None and not 1 <= ml_policy.num_nodes <= _INT32_MAX:
             errors.append(
-                FieldError("spec.mlPolicy.numNodes", f"{ml_policy.num_nodes} is not accepted: must be at least 1")
+                FieldError(
+                    "spec.mlPolicy.numNodes",
+                    f"{ml_policy.num_nodes} is not accepted: must be at least 1 and at most {_INT32_MAX}",
+                )
             )
         torch = ml_policy.torch
         if torch is not None:

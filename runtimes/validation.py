@@ -32,7 +32,17 @@ from runtimes.runtime_validation import validate_runtime
 _RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 
-__all__ = ["FieldError", "check_trainjob", "validate_runtime", "validate_trainjob", "validate_trainjob_update"]
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+__all__ = [
+    "FieldError",
+    "check_trainjob",
+    "validate_runtime",
+    "validate_trainjob",
+    "validate_trainjob_fields",
+    "validate_trainjob_update",
+]
 
 
 def validate_trainjob(
@@ -57,7 +67,7 @@ def check_trainjob(
     ``render_trainjob`` builds from that same RuntimeInfo, so one render merges the runtime's
     template and runs the plugins' checks once.
     """
-    errors = _validate_metadata(trainjob) + _validate_spec(trainjob)
+    errors = validate_trainjob_fields(trainjob)
     ref = trainjob.spec.runtime_ref
     if ref.effective_api_group != TRAINER_GROUP or ref.effective_kind not in (
         TRAINING_RUNTIME_KIND,
@@ -100,6 +110,12 @@ def check_trainjob(
     return errors, info
 
 
+def validate_trainjob_fields(trainjob: TrainJob) -> list[FieldError]:
+    """The rules a TrainJob meets on its own, before any runtime is looked up: the CRD's schema
+    bounds and CEL rules on the object (what the API server refuses on read)."""
+    return _validate_metadata(trainjob) + _validate_spec(trainjob)
+
+
 def _validate_metadata(trainjob: TrainJob) -> list[FieldError]:
     name = trainjob.metadata.name
     if not name:
@@ -127,9 +143,23 @@ def _validate_spec(trainjob: TrainJob) -> list[FieldError]:
                     f"{trainer.num_nodes} is not accepted: must be at least 1 (the number of training nodes)",
                 )
             )
+        elif trainer.num_nodes is not None and trainer.num_nodes > INT32_MAX:
+            errors.append(
+                FieldError(
+                    "spec.trainer.numNodes",
+                    f"{trainer.num_nodes} is not accepted: must be at most {INT32_MAX} (a 32-bit integer)",
+                )
+            )
         value = trainer.num_proc_per_node
         if isinstance(value, int) and value < 1:
             errors.append(FieldError("spec.trainer.numProcPerNode", f"{value} is not accepted: must be at least 1"))
+        elif isinstance(value, int) and value > INT32_MAX:
+            errors.append(
+                FieldError(
+                    "spec.trainer.numProcPerNode",
+                    f"{value} is not accepted: must be at most {INT32_MAX} (a 32-bit integer)",
+                )
+            )
         elif isinstance(value, str) and value not in NUM_PROC_PER_NODE_WORDS:
             errors.append(
                 FieldError(
@@ -168,11 +198,11 @@ def _validate_spec(trainjob: TrainJob) -> list[FieldError]:
                 f"{spec.managed_by!r} is not accepted: must be {DEFAULT_MANAGED_BY} or {MULTIKUEUE_MANAGED_BY}",
             )
         )
-    if spec.active_deadline_seconds is not None and spec.active_deadline_seconds < 1:
+    if spec.active_deadline_seconds is not None and not 1 <= spec.active_deadline_seconds <= INT64_MAX:
         errors.append(
             FieldError(
                 "spec.activeDeadlineSeconds",
-                f"{spec.active_deadline_seconds} is not accepted: must be at least 1 second",
+                f"{spec.active_deadline_seconds} is not accepted: must be at least 1 second (a 64-bit integer)",
             )
         )
     return errors

@@ -6,8 +6,8 @@ field path in the object's own camelCase spelling.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,8 @@ import yaml
 from pydantic import ValidationError
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+FieldPath = tuple[str | int, ...]
 
 
 class DocumentError(ValueError):
@@ -26,6 +28,17 @@ class Document:
     path: Path
     line: int  # 1-based line where the document starts
     data: dict[str, Any]
+    # 1-based line of each field path (``("spec", "podSets", 0)``), where the YAML says.
+    lines: Mapping[FieldPath, int] = field(default_factory=dict)
+
+    def line_of(self, path: FieldPath) -> int:
+        """The line of ``path``, else of its nearest parent with one, else the document's."""
+        while path:
+            found = self.lines.get(path)
+            if found is not None:
+                return found
+            path = path[:-1]
+        return self.line
 
     @property
     def kind(self) -> str:
@@ -73,6 +86,8 @@ def parse_documents(text: str, path: Path) -> Iterator[Document]:
             if node is None:
                 continue
             line = node.start_mark.line + 1
+            lines: dict[FieldPath, int] = {}
+            _index_lines(node, (), lines)
             data = loader.construct_document(node)
             if data is None:
                 continue
@@ -82,11 +97,13 @@ def parse_documents(text: str, path: Path) -> Iterator[Document]:
                     f"got {type(data).__name__}"
                 )
             if data.get("kind") == "List" or str(data.get("kind", "")).endswith("List"):
-                for item in data.get("items") or []:
+                for index, item in enumerate(data.get("items") or []):
                     if isinstance(item, dict):
-                        yield Document(path, line, item)
+                        prefix: FieldPath = ("items", index)
+                        item_lines = {p[2:]: n for p, n in lines.items() if p[:2] == prefix}
+                        yield Document(path, item_lines.get((), line), item, item_lines)
                 continue
-            yield Document(path, line, data)
+            yield Document(path, line, data, lines)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
@@ -94,6 +111,20 @@ def parse_documents(text: str, path: Path) -> Iterator[Document]:
         raise DocumentError(f"{where}: invalid YAML: {problem}") from None
     finally:
         loader.dispose()
+
+
+def _index_lines(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int]) -> None:
+    """Record the line of every mapping key and sequence item under ``node``."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                child = (*path, str(key.value))
+                lines[child] = key.start_mark.line + 1
+                _index_lines(value, child, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _index_lines(item, (*path, index), lines)
 
 
 def field_path(location: tuple[int | str, ...]) -> str:

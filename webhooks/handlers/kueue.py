@@ -1,14 +1,17 @@
 """``/validate/kueue``: ClusterQueue, LocalQueue, ResourceFlavor, Cohort, Topology, WorkloadPriorityClass.
 
-The rules are Kueue's, kept in ``scheduler.api.validation``; this handler only parses the
-review's objects, asks, and words the answer. v1beta1 spellings are accepted with a warning.
+The rules are Kueue's, kept in ``scheduler.api.validation`` and asked through
+``scheduler.api.checks.check_object`` (the CLI's path too); this handler only words the answer.
+v1beta1 spellings are accepted with a warning, and so are unknown fields (the API server's
+``Warn`` field validation).
 """
 
 from __future__ import annotations
 
-from scheduler.api.kueue import deprecated_fields
-from scheduler.api.validation import parse_kueue_object, validate_kueue_object
-from webhooks.handlers import describe_errors, subject_of
+from runtimes.errors import FieldError
+from scheduler.api.checks import check_object, describe_errors, subject_of
+from scheduler.api.kueue import KUEUE_API_VERSIONS, KUEUE_KINDS
+from scheduler.api.validation import VALIDATED_KINDS
 from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
 
@@ -19,16 +22,13 @@ def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
     document = request.object
     if document is None:
         return Verdict.invalid(f"{request.operation} of {request.kind} carries no request.object")
-    subject = subject_of(str(document.get("kind") or request.kind), request.name, request.namespace)
-    warnings = deprecated_fields(document)
-    obj, errors = parse_kueue_object(document)
-    if obj is None:
-        return Verdict.invalid(describe_errors(subject, errors), warnings)
-    old = None
-    if request.operation == "UPDATE" and request.old_object is not None:
-        # An old object that no longer parses cannot constrain the update; judge the new one alone.
-        old, _ = parse_kueue_object(request.old_object)
-    errors = validate_kueue_object(obj, old)
-    if errors:
-        return Verdict.invalid(describe_errors(subject, errors), warnings)
-    return Verdict.allow(warnings)
+    kind, api_version = document.get("kind"), document.get("apiVersion")
+    if kind not in VALIDATED_KINDS and (api_version in KUEUE_API_VERSIONS or kind not in KUEUE_KINDS):
+        subject = subject_of(str(kind or request.kind), request.name, request.namespace)
+        problem = FieldError("kind", f"{kind!r} is not validated here; expected one of {', '.join(VALIDATED_KINDS)}")
+        return Verdict.invalid(describe_errors(subject, [problem]))
+    old = request.old_object if request.operation == "UPDATE" else None
+    check = check_object(document, old, name=request.name, namespace=request.namespace)
+    if check.errors:
+        return Verdict.invalid(check.message, check.warnings())
+    return Verdict.allow(check.warnings())

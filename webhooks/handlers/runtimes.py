@@ -1,31 +1,21 @@
 """``/validate/runtimes``: TrainingRuntime and ClusterTrainingRuntime, by Trainer's rules.
 
-The rules live in ``runtimes.validation``; this handler parses, asks and words the answer, and
-warns (as Trainer does) when a ClusterTrainingRuntime is labelled deprecated.
+The rules live in ``runtimes.validation`` and are asked through ``scheduler.api.checks`` (the
+CLI's path too); this handler words the answer, and warns (as Trainer does) when a
+ClusterTrainingRuntime is labelled deprecated, and about unknown fields.
 """
 
 from __future__ import annotations
-
-from pydantic import ValidationError
 
 from runtimes.api.trainer import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     SUPPORT_LABEL,
     TRAINER_API_VERSION,
     TRAINING_RUNTIME_KIND,
-    ClusterTrainingRuntime,
-    TrainingRuntime,
 )
-from runtimes.validation import validate_runtime
-from scheduler.api.validation import errors_from_pydantic
-from webhooks.handlers import describe_errors, subject_of
+from scheduler.api.checks import check_object, subject_of
 from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
-
-_MODELS: dict[str, type[TrainingRuntime] | type[ClusterTrainingRuntime]] = {
-    TRAINING_RUNTIME_KIND: TrainingRuntime,
-    CLUSTER_TRAINING_RUNTIME_KIND: ClusterTrainingRuntime,
-}
 
 
 def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
@@ -35,9 +25,10 @@ def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
     if document is None:
         return Verdict.invalid(f"{request.operation} of {request.kind} carries no request.object")
     kind = document.get("kind")
-    subject = subject_of(str(kind), request.name, request.namespace)
-    model = _MODELS.get(kind) if isinstance(kind, str) else None
-    if model is None or document.get("apiVersion") != TRAINER_API_VERSION:
+    if kind not in (TRAINING_RUNTIME_KIND, CLUSTER_TRAINING_RUNTIME_KIND) or (
+        document.get("apiVersion") != TRAINER_API_VERSION
+    ):
+        subject = subject_of(str(kind), request.name, request.namespace)
         return Verdict.invalid(
             f"{subject}: expected apiVersion {TRAINER_API_VERSION} with kind "
             f"{TRAINING_RUNTIME_KIND} or {CLUSTER_TRAINING_RUNTIME_KIND}, got {document.get('apiVersion')!r} {kind!r}"
@@ -45,16 +36,14 @@ def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
     # Trainer does not re-validate TrainingRuntime updates, only ClusterTrainingRuntime ones.
     if request.operation == "UPDATE" and kind == TRAINING_RUNTIME_KIND:
         return Verdict.allow()
-    try:
-        runtime = model.model_validate(document)
-    except ValidationError as error:
-        return Verdict.invalid(describe_errors(subject, errors_from_pydantic(error)))
+    check = check_object(document, name=request.name, namespace=request.namespace)
     warnings = []
-    if kind == CLUSTER_TRAINING_RUNTIME_KIND and runtime.metadata.labels.get(SUPPORT_LABEL) == "deprecated":
+    deprecated = check.obj is not None and check.obj.metadata.labels.get(SUPPORT_LABEL) == "deprecated"
+    if deprecated and check.obj is not None and kind == CLUSTER_TRAINING_RUNTIME_KIND:
         warnings.append(
-            f'ClusterTrainingRuntime "{runtime.name}" is deprecated and will be removed in a future release'
+            f'ClusterTrainingRuntime "{check.obj.name}" is deprecated and will be removed in a future release'
         )
-    errors = validate_runtime(runtime)
-    if errors:
-        return Verdict.invalid(describe_errors(subject, errors), warnings)
+    warnings += check.warnings()
+    if check.errors:
+        return Verdict.invalid(check.message, warnings)
     return Verdict.allow(warnings)

@@ -29,6 +29,7 @@ from runtimes.api.trainer import (
 )
 from runtimes.errors import FieldError
 from runtimes.validation import validate_trainjob, validate_trainjob_update
+from scheduler.api.checks import check_object
 from scheduler.api.job_validation import validate_job_labels
 from scheduler.api.kueue import DEFAULT_LOCAL_QUEUE_NAME, QUEUE_NAME_LABEL
 from scheduler.api.validation import errors_from_pydantic
@@ -72,6 +73,14 @@ def _parse(document: dict[str, Any]) -> tuple[TrainJob | None, list[FieldError]]
         return None, errors_from_pydantic(error)
 
 
+def _read(request: AdmissionRequest, document: dict[str, Any]) -> tuple[TrainJob | None, str, list[str]]:
+    """The TrainJob (parsed by the path every reader shares), its parse failure, its unknown fields."""
+    # Trainer's TrainJob rules run below with the runtime, in one pass; here: parse, unknown fields.
+    check = check_object(document, name=request.name, namespace=request.namespace, rules=False)
+    trainjob = check.obj if isinstance(check.obj, TrainJob) else None
+    return trainjob, check.message, check.warnings()
+
+
 def _local_queues_by_namespace(cache: ObjectCache) -> dict[str, frozenset[str]]:
     names: dict[str, set[str]] = {}
     for queue in cache.all("LocalQueue"):
@@ -91,10 +100,9 @@ def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
         return Verdict.invalid(f"{request.operation} of a TrainJob carries no request.object")
     if (wrong := _wrong_kind(request, document)) is not None:
         return wrong
-    trainjob, errors = _parse(document)
-    subject = subject_of(TRAINJOB_KIND, request.name, request.namespace)
+    trainjob, parse_failure, unknown = _read(request, document)
     if trainjob is None:
-        return Verdict.invalid(describe_errors(subject, errors))
+        return Verdict.invalid(parse_failure, unknown)
     if not trainjob.metadata.namespace and request.namespace:
         trainjob.metadata.namespace = request.namespace
     namespace = trainjob.metadata.namespace or ""
@@ -128,7 +136,7 @@ def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
         never_fits = fit.never_fits
     else:
         errors += validate_trainjob(trainjob, runtime)
-    warnings = []
+    warnings = list(unknown)
     deprecated = runtime is not None and runtime.metadata.labels.get(SUPPORT_LABEL) == "deprecated"
     if runtime is not None and runtime.kind == CLUSTER_TRAINING_RUNTIME_KIND and deprecated:
         warnings.append(

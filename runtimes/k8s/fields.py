@@ -1,0 +1,208 @@
+"""Unknown fields, as the API server's field validation reports them (``Warn`` by default).
+
+A ``KubeModel`` keeps fields it does not know (so a round trip loses nothing), which also keeps a
+misspelt field silently. :func:`unknown_fields` walks a parsed object and lists every field that
+neither the model nor the upstream API defines, with the nearest known spelling. Models that
+cover only part of an upstream type register the rest of its field names here
+(:func:`register_upstream_fields`), so a real field this project does not model is never
+reported. ``status`` is the server's and is not walked.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel
+
+from runtimes.k8s.core import (
+    Container,
+    ContainerPort,
+    NodeSpec,
+    NodeStatus,
+    PodSpec,
+    ResourceRequirements,
+    VolumeMount,
+)
+from runtimes.k8s.meta import KubeModel, ObjectMeta
+
+FieldPath = tuple[str | int, ...]
+
+_UPSTREAM_FIELDS: dict[type[BaseModel], frozenset[str]] = {}
+# Server-written parts of an object: what a person writes is never judged there.
+_NOT_WALKED = frozenset({"status"})
+
+
+def register_upstream_fields(model: type[BaseModel], names: Iterable[str]) -> None:
+    """Fields of the upstream type ``model`` stands for that the model itself does not declare."""
+    _UPSTREAM_FIELDS[model] = _UPSTREAM_FIELDS.get(model, frozenset()) | frozenset(names)
+    _known_names.cache_clear()
+
+
+def format_path(path: FieldPath) -> str:
+    """``("spec", "podSets", 0, "count")`` as ``spec.podSets[0].count``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownField:
+    """One field neither trainyard nor the upstream API knows, with the nearest known spelling."""
+
+    path: FieldPath
+    suggestion: str | None = None
+
+    @property
+    def dotted(self) -> str:
+        return format_path(self.path)
+
+    def __str__(self) -> str:
+        hint = f" (did you mean {self.suggestion}?)" if self.suggestion else ""
+        return f'unknown field "{self.dotted}"{hint}'
+
+
+@cache
+def _known_names(model: type[BaseModel]) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
+    """(every accepted spelling, (attribute, wire name) of each declared field)."""
+    spellings: set[str] = set(_UPSTREAM_FIELDS.get(model, frozenset()))
+    declared: list[tuple[str, str]] = []
+    for name, info in model.model_fields.items():
+        wire = info.alias or name
+        spellings.update((name, wire))
+        if isinstance(info.validation_alias, AliasChoices):
+            spellings.update(choice for choice in info.validation_alias.choices if isinstance(choice, str))
+        elif isinstance(info.validation_alias, str):
+            spellings.add(info.validation_alias)
+        declared.append((name, wire))
+    return frozenset(spellings), tuple(declared)
+
+
+def _suggest(name: str, known: Iterable[str]) -> str | None:
+    # camelCase wire names only: a snake_case attribute name is not what a person should write.
+    candidates = [k for k in known if "_" not in k]
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    lowered = {k.lower(): k for k in candidates}
+    return lowered.get(name.lower())
+
+
+def _walk(value: Any, path: FieldPath, found: list[UnknownField]) -> None:
+    if isinstance(value, KubeModel):
+        model = type(value)
+        known, declared = _known_names(model)
+        extra = value.__pydantic_extra__
+        if extra:
+            for key in extra:
+                if key not in known:
+                    found.append(UnknownField((*path, key), _suggest(key, known)))
+        fields_set = value.model_fields_set
+        for name, wire in declared:
+            if name in fields_set and wire not in _NOT_WALKED:
+                _walk(getattr(value, name), (*path, wire), found)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, KubeModel | list | dict):
+                _walk(item, (*path, index), found)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, KubeModel):
+                _walk(item, (*path, str(key)), found)
+
+
+def unknown_fields(obj: KubeModel) -> list[UnknownField]:
+    """Every field of ``obj`` (recursively, ``status`` aside) that no schema defines."""
+    found: list[UnknownField] = []
+    _walk(obj, (), found)
+    return found
+
+
+def line_of(lines: Mapping[FieldPath, int], path: FieldPath, default: int) -> int:
+    """The line of ``path`` or of its nearest parent that has one."""
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return default
+
+
+# Kubernetes core types, beyond what runtimes.k8s models (k8s.io/api core/v1 and meta/v1).
+register_upstream_fields(ObjectMeta, ("selfLink", "deletionGracePeriodSeconds", "managedFields"))
+register_upstream_fields(
+    Container,
+    (
+        "envFrom",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "imagePullPolicy",
+        "securityContext",
+        "stdin",
+        "stdinOnce",
+        "tty",
+        "resizePolicy",
+        "restartPolicy",
+        "restartPolicyRules",
+        "volumeDevices",
+    ),
+)
+register_upstream_fields(ContainerPort, ("hostPort", "hostIP"))
+register_upstream_fields(VolumeMount, ("mountPropagation", "subPathExpr", "recursiveReadOnly"))
+register_upstream_fields(ResourceRequirements, ("claims",))
+register_upstream_fields(
+    PodSpec,
+    (
+        "activeDeadlineSeconds",
+        "automountServiceAccountToken",
+        "dnsConfig",
+        "dnsPolicy",
+        "enableServiceLinks",
+        "ephemeralContainers",
+        "hostAliases",
+        "hostIPC",
+        "hostNetwork",
+        "hostPID",
+        "hostUsers",
+        "hostnameOverride",
+        "imagePullSecrets",
+        "nodeName",
+        "os",
+        "preemptionPolicy",
+        "priority",
+        "readinessGates",
+        "resourceClaims",
+        "resources",
+        "runtimeClassName",
+        "schedulerName",
+        "securityContext",
+        "serviceAccount",
+        "setHostnameAsFQDN",
+        "shareProcessNamespace",
+        "terminationGracePeriodSeconds",
+        "topologySpreadConstraints",
+    ),
+)
+register_upstream_fields(NodeSpec, ("podCIDRs", "configSource", "externalID"))
+register_upstream_fields(
+    NodeStatus,
+    (
+        "addresses",
+        "daemonEndpoints",
+        "nodeInfo",
+        "images",
+        "volumesInUse",
+        "volumesAttached",
+        "phase",
+        "config",
+        "runtimeHandlers",
+        "features",
+    ),
+)
