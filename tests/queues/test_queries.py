@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.api.kueue import ClusterQueue
 from scheduler.queues import (
     QuotaChange,
     QuotaChangeError,
@@ -12,6 +13,7 @@ from scheduler.queues import (
     describe_workload,
     pending_workloads,
     plan_quota_change,
+    reload_with,
 )
 from tests.queues.support import fixture_state
 
@@ -34,8 +36,33 @@ def test_inactive_and_invalid_queues_are_flagged_with_why() -> None:
     by_name = {s.name: s for s in cluster_queue_summaries(fixture_state())}
     assert "stopPolicy is Hold" in (by_name["stopped"].inactive_reason or "")
     assert "FlavorNotFound" in (by_name["broken"].inactive_reason or "")
-    assert any("lendingLimit" in problem for problem in by_name["broken"].invalid)
     assert by_name["team-a"].flags == []
+
+
+def test_a_quota_the_webhook_would_refuse_is_flagged_invalid() -> None:
+    # Files are checked when read; a cluster without the webhook can still hold such a queue.
+    state = fixture_state()
+    broken = ClusterQueue.model_validate(
+        {
+            "metadata": {"name": "team-c"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": "a100", "resources": [{"name": "cpu", "nominalQuota": "10", "lendingLimit": "20"}]}
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    state = reload_with(state, [broken])
+    (summary,) = cluster_queue_summaries(state, name_contains="team-c")
+    assert summary.active
+    assert any("lendingLimit" in problem and "cohort is empty" in problem for problem in summary.invalid)
+    assert any(flag.startswith("invalid: ") for flag in summary.flags)
 
 
 def test_filters_and_cohort_tree() -> None:
