@@ -1,0 +1,183 @@
+"""`trainyard queues ...` against a cluster: the fake API server over real HTTP, the real client.
+
+The command runs in a thread (it has its own event loop, as on a terminal) while the server
+runs on the test's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from aiohttp import web
+from fakeapi.fixtures import FakeApi
+
+from scheduler.kube import KubeClient
+from tests.queues.support import FIXTURES
+from trainyard.cli.main import main
+from webhooks.visibility import VISIBILITY_KEY, EngineSource, VisibilityService, add_visibility_routes, fixed_token
+
+
+def _documents() -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            if document and document.get("kind") == "List":
+                found.extend(document["items"])
+            elif document:
+                found.append(document)
+    return found
+
+
+async def _load_cluster(fake_api: FakeApi) -> None:
+    api = await fake_api.api_client()
+    try:
+        kube = KubeClient(api)
+        namespaces = {d["metadata"]["namespace"] for d in _documents() if d["metadata"].get("namespace")}
+        for namespace in sorted(namespaces - {"default"}):
+            await kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        for document in _documents():
+            status = document.pop("status", None)
+            created = await kube.create(document)
+            if status:
+                metadata = created["metadata"]
+                await kube.patch(
+                    created["kind"], metadata["name"], {"status": status}, metadata.get("namespace"), status=True
+                )
+    finally:
+        await api.close()
+
+
+async def _queues(*argv: str) -> tuple[int, str]:
+    def run() -> int:
+        return main(["queues", *argv])
+
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = await asyncio.to_thread(run)
+    return code, out.getvalue()
+
+
+async def test_list_reads_the_cluster(fake_api: FakeApi) -> None:
+    await _load_cluster(fake_api)
+    code, out = await _queues("list", "--kubeconfig", str(fake_api.kubeconfig), "--output", "json")
+    assert code == 0
+    queues = {q["name"]: q for q in json.loads(out)["clusterQueues"]}
+    assert queues["team-b"]["resources"][0]["usage"] == "4"  # b-running's admission, read from its status
+    assert queues["team-a"]["pending"] == 3
+
+
+async def test_pending_falls_back_to_local_when_the_cluster_has_no_visibility_api(fake_api: FakeApi) -> None:
+    await _load_cluster(fake_api)
+    code, out = await _queues("pending", "team-a", "--kubeconfig", str(fake_api.kubeconfig), "--output", "json")
+    assert code == 0
+    answer = json.loads(out)
+    assert answer["source"].startswith("computed locally by the engine: the visibility API did not answer")
+    # the API server stamps creationTimestamp (to the second) and uid itself, so ties fall to the uid
+    items = answer["items"]
+    assert sorted(i["name"] for i in items) == ["a-big", "a-first", "a-other"]
+    assert [i["positionInClusterQueue"] for i in items] == [0, 1, 2]
+    assert next(i for i in items if i["name"] == "a-other")["positionInLocalQueue"] == 0
+
+
+@pytest.fixture
+async def front(fake_api: FakeApi, tmp_path: Path) -> AsyncIterator[tuple[Path, VisibilityService]]:
+    """The cluster as the aggregator shows it: the visibility API beside the API server's own paths."""
+    from scheduler.engine import AdmissionEngine
+
+    service = VisibilityService(EngineSource(AdmissionEngine()), fixed_token(fake_api.server.token or ""))
+    app = web.Application()
+    app[VISIBILITY_KEY] = service
+    add_visibility_routes(app)
+    session = aiohttp.ClientSession()
+
+    async def forward(request: web.Request) -> web.StreamResponse:
+        async with session.request(
+            request.method,
+            fake_api.url + request.rel_url.path_qs,
+            headers={k: v for k, v in request.headers.items() if k.lower() != "host"},
+            data=await request.read(),
+        ) as answer:
+            return web.Response(body=await answer.read(), status=answer.status, content_type=answer.content_type)
+
+    app.router.add_route("*", "/{tail:.*}", forward)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    config = yaml.safe_load(fake_api.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    kubeconfig = tmp_path / "front-kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    try:
+        yield kubeconfig, service
+    finally:
+        await runner.cleanup()
+        await session.close()
+
+
+async def test_pending_uses_the_visibility_api_where_the_cluster_serves_it(
+    fake_api: FakeApi, front: tuple[Path, VisibilityService]
+) -> None:
+    kubeconfig, service = front
+    await _load_cluster(fake_api)
+    # the service's engine: the same objects, as the controller would hold them
+    from tests.queues.support import fixture_state
+
+    service.source = EngineSource(fixture_state().engine)
+    code, out = await _queues("pending", "team-a", "--kubeconfig", str(kubeconfig), "--output", "json")
+    assert code == 0
+    answer = json.loads(out)
+    assert answer["source"].startswith("the cluster's visibility API")
+    assert [(i["name"], i["positionInClusterQueue"]) for i in answer["items"]] == [
+        ("a-first", 0),
+        ("a-big", 1),
+        ("a-other", 2),
+    ]
+    assert answer["items"][0]["requests"] == {"nvidia.com/gpu": "8"}  # filled from the local evaluation
+
+
+async def test_set_quota_patches_with_the_resource_version(fake_api: FakeApi) -> None:
+    await _load_cluster(fake_api)
+    kubeconfig = str(fake_api.kubeconfig)
+    argv = ["set-quota", "team-a", "--flavor", "h100", "--resource", "nvidia.com/gpu", "--nominal", "16"]
+    code, out = await _queues(*argv, "--kubeconfig", kubeconfig)
+    assert code == 0
+    assert "not applied" in out
+    code, out = await _queues(*argv, "--kubeconfig", kubeconfig, "--yes")
+    assert code == 0
+    assert "patched" in out
+    api = await fake_api.api_client()
+    try:
+        cq = await KubeClient(api).get("ClusterQueue", "team-a")
+    finally:
+        await api.close()
+    quota = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert str(quota["nominalQuota"]) == "16"
+    assert str(quota["borrowingLimit"]) == "4"
+    patches = [r for r in fake_api.server.requests if r.method == "PATCH" and "clusterqueues" in r.path]
+    assert len(patches) == 1
+
+
+async def test_a_stale_resource_version_is_refused_with_advice(fake_api: FakeApi) -> None:
+    from trainyard.cli.errors import UserError
+    from trainyard.cli.queues_cluster import patch_cluster_queue
+
+    await _load_cluster(fake_api)
+    api = await fake_api.api_client()
+    try:
+        cq = await KubeClient(api).get("ClusterQueue", "team-b")
+    finally:
+        await api.close()
+    stale = str(int(cq["metadata"]["resourceVersion"]) - 1)
+    groups = cq["spec"]["resourceGroups"]
+    with pytest.raises(UserError, match="changed since it was read"):
+        await asyncio.to_thread(patch_cluster_queue, fake_api.kubeconfig, None, "team-b", stale, groups)
