@@ -453,7 +453,7 @@ def run_variants(
     return {r.name: r for r in results}
 
 
-FIGURES = ("wait_p50_s", "wait_p95_s", "completion_p50_s", "utilization", "borrowing_mean", "preemptions")
+FIGURES = ("jobs", "wait_p50_s", "wait_p95_s", "completion_p50_s", "utilization", "borrowing_mean", "preemptions")
 
 
 def compare(base: VariantResult, other: VariantResult) -> dict[str, dict[str, dict[str, Any]]]:

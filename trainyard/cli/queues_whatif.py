@@ -105,12 +105,15 @@ def _cell(entry: dict[str, Any]) -> str:
     def show(value: Any) -> str:
         if value is None:
             return "-"
-        return f"{value:.3g}" if isinstance(value, float) else str(value)
+        if isinstance(value, float):
+            return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+        return str(value)
 
     return f"{show(entry['base'])}→{show(entry['variant'])}"
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich import box
     from rich.table import Table
 
     from trainyard.cli.queues_render import console, dump
@@ -122,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     for name, variant in report["variants"].items():
         table = Table(
-            title=f"what if {name} (seed {report['seed']}; base→variant)", title_justify="left", pad_edge=False
+            title=f"what if {name} (seed {report['seed']}; base→variant)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
         )
         for column in ("ClusterQueue", "Wait p50 s", "Wait p95 s", "Done p50 s", "Util", "Borrow", "Preempt"):
             table.add_column(column, overflow="fold")
