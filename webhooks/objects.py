@@ -174,17 +174,49 @@ def iter_documents(directory: Path) -> Iterator[tuple[Path, int, dict[str, Any]]
             yield path, index, document
 
 
-def load_directory(directory: Path, feed: ObjectFeed, *, skip_unknown: bool = True) -> int:
-    """Feed every cacheable object under ``directory`` into ``feed``; returns how many."""
-    count = 0
-    for path, index, document in iter_documents(directory):
-        kind = document.get("kind")
-        if skip_unknown and kind not in CACHED_KINDS and kind != "Namespace":
-            continue
+def load_directory(
+    directory: Path,
+    feed: ObjectFeed,
+    *,
+    skip_unknown: bool = True,
+    strict: bool = False,
+    warnings: list[str] | None = None,
+) -> int:
+    """Feed every cacheable object under ``directory`` into ``feed``; returns how many.
+
+    Each document is read through the one validation path (``scheduler.api.loading``): an invalid
+    object stops the load with the webhook's message, file and line (every such object listed);
+    unknown fields are appended to ``warnings`` (``strict``: errors); foreign documents are skipped.
+    """
+    from runtimes.k8s.documents import DocumentError, read_documents
+    from scheduler.api.loading import check_document
+
+    if not directory.is_dir():
+        raise ObjectFeedError(f"{directory} is not a directory; pass --objects DIR with YAML manifests")
+    problems: list[str] = []
+    accepted = []
+    try:
+        for document in read_documents([directory]):
+            kind = document.kind
+            if skip_unknown and kind not in CACHED_KINDS and kind != "Namespace":
+                continue
+            check, problem, found = check_document(document, strict=strict)
+            if warnings is not None:
+                warnings.extend(found)
+            if problem is not None:
+                problems.append(problem)
+            elif check.foreign:
+                continue
+            else:
+                accepted.append(document)
+    except DocumentError as error:
+        raise ObjectFeedError(str(error)) from None
+    if problems:
+        raise ObjectFeedError("\n".join(problems))
+    for document in accepted:
         try:
-            feed.apply(document)
+            feed.apply(document.data)
         except ObjectFeedError as error:
-            raise ObjectFeedError(f"{path} document {index}: {error}") from None
-        count += 1
+            raise ObjectFeedError(f"{document.path}:{document.line}: {error}") from None
     feed.mark_loaded()
-    return count
+    return len(accepted)

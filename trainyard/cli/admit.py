@@ -1,5 +1,11 @@
-"""`trainyard admit FILE...`: a dry run of Kueue admission over YAML objects and Workloads.
+"""`trainyard admit FILE...`: a dry run of Kueue admission over YAML objects, Workloads and TrainJobs.
 
+Every object is read through the one validation path (``scheduler.api.loading``): an invalid one
+is refused with the webhook's message, file and line (exit 2), unknown fields are warnings
+(``--strict``: errors), foreign documents are skipped with a note. TrainJobs become their
+Workloads as the controller builds them (``scheduler.trainjob.workload_for_trainjob``), with
+runtimes from the inputs, ``--runtime`` files or the built-in ``manifests/runtimes``; a TrainJob
+without a queue-name label gets its namespace's LocalQueue ``default``, as the webhook gives it.
 Workloads that carry ``status.admission`` (as ``kubectl get workloads -o yaml`` exports them)
 hold their quota and may be preempted; the rest are queued. Admission cycles run until nothing
 changes, then every workload's outcome is printed, with the reason in words for the pending.
@@ -10,13 +16,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainyard.cli.errors import UserError
+
+if TYPE_CHECKING:
+    from runtimes.api.trainer import AnyTrainingRuntime
+    from scheduler.api.kueue import Workload
+    from scheduler.api.loading import KueueObjects
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="FILE", help="YAML files or directories (multi-document)")
+    parser.add_argument(
+        "--runtime",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="TrainingRuntime/ClusterTrainingRuntime file(s) for the TrainJobs (default: the built-in runtimes)",
+    )
+    parser.add_argument("--strict", action="store_true", help="unknown fields are errors, not warnings")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="output format")
     parser.add_argument("--fair-sharing", action="store_true", help="order and preempt by dominant resource share")
     parser.add_argument(
@@ -28,17 +47,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def admit(args: argparse.Namespace) -> dict[str, Any]:
     from runtimes.k8s.documents import DocumentError
-    from scheduler.api.kueue import Workload
-    from scheduler.api.loading import load_kueue_objects
+    from scheduler.api.loading import InputError, load_kueue_objects
     from scheduler.engine import AdmissionEngine, EngineConfig
     from scheduler.engine.views import report
 
+    # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
+    strict, runtime_files = bool(getattr(args, "strict", False)), list(getattr(args, "runtime", []))
     try:
-        loaded = load_kueue_objects(args.paths)
+        loaded = load_kueue_objects(args.paths, strict=strict)
+        extra_runtimes = load_kueue_objects(runtime_files, strict=strict).runtimes if runtime_files else []
     except DocumentError as error:
+        for line in error.warnings if isinstance(error, InputError) else []:
+            print(line, file=sys.stderr)
         raise UserError(str(error)) from None
-    for skipped in loaded.skipped:
-        print(f"note: skipped {skipped}: not a Kueue object, Node or Namespace", file=sys.stderr)
+    for line in [*loaded.skipped, *loaded.warnings]:
+        print(line if ": warning: " in line else f"note: {line}", file=sys.stderr)
+    loaded.workloads += trainjob_workloads(loaded, [*loaded.runtimes, *extra_runtimes], bool(runtime_files))
+    if not loaded.workloads:
+        read = ", ".join(str(p) for p in args.paths)
+        raise UserError(
+            f"{read}: nothing to admit: no Workload (kueue.x-k8s.io) or TrainJob (trainer.kubeflow.org/v1alpha1) "
+            "found; give the queue objects together with the Workloads or TrainJobs to admit"
+        )
     engine = AdmissionEngine(
         EngineConfig(fair_sharing=args.fair_sharing, multiple_admissions_per_cycle=not args.one_per_cycle)
     )
@@ -72,6 +102,61 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
             workload["preempted"] = victims
     summary["cycles"] = cycles
     return summary
+
+
+def trainjob_workloads(loaded: KueueObjects, runtimes: list[AnyTrainingRuntime], given: bool) -> list[Workload]:
+    """Each TrainJob's Workload; a TrainJob the webhook would refuse is refused the same way."""
+    from runtimes.api.trainer import TrainJob
+    from runtimes.errors import FieldError, RenderError
+    from runtimes.loading import find_runtime, load_builtin_runtimes
+    from scheduler.api.checks import describe_errors, subject_of
+    from scheduler.api.job_validation import validate_job_labels
+    from scheduler.api.kueue import DEFAULT_LOCAL_QUEUE_NAME, QUEUE_NAME_LABEL, LocalQueue, WorkloadPriorityClass
+    from scheduler.trainjob import workload_for_trainjob
+
+    if not loaded.trainjobs:
+        return []
+    pool = list(runtimes) if given else [*runtimes, *load_builtin_runtimes()]
+    queues: dict[str, set[str]] = {}
+    for obj in loaded.objects:
+        if isinstance(obj, LocalQueue):
+            queues.setdefault(obj.namespace or "default", set()).add(obj.name)
+    priorities = {obj.name for obj in loaded.objects if isinstance(obj, WorkloadPriorityClass)}
+    workloads = []
+    problems = []
+    for read in loaded.trainjobs:
+        trainjob = read.obj
+        assert isinstance(trainjob, TrainJob)
+        trainjob.metadata.namespace = trainjob.metadata.namespace or "default"
+        namespace = trainjob.metadata.namespace
+        subject = subject_of("TrainJob", trainjob.name, namespace)
+        labels = trainjob.metadata.labels
+        if QUEUE_NAME_LABEL not in labels and DEFAULT_LOCAL_QUEUE_NAME in queues.get(namespace, set()):
+            labels[QUEUE_NAME_LABEL] = DEFAULT_LOCAL_QUEUE_NAME  # the mutating webhook's default
+        errors = validate_job_labels(
+            labels, None, suspended=True, priority_classes=priorities, local_queues=queues.get(namespace, set())
+        )
+        ref = trainjob.spec.runtime_ref
+        runtime = find_runtime(pool, ref.name, ref.effective_kind)
+        if runtime is None:
+            known = ", ".join(sorted({r.metadata.name for r in pool})) or "none"
+            errors.append(
+                FieldError(
+                    "spec.runtimeRef",
+                    f"{ref.effective_kind} {ref.name!r} not found among the given and built-in runtimes "
+                    f"({known}); pass --runtime FILE",
+                )
+            )
+        elif not errors:
+            try:
+                workloads.append(workload_for_trainjob(trainjob, runtime))
+            except RenderError as error:
+                errors = error.errors
+        if errors:
+            problems.append(f"{read.where(errors[0].path)}: {describe_errors(subject, errors)}")
+    if problems:
+        raise UserError("\n".join(problems))
+    return workloads
 
 
 def run(args: argparse.Namespace) -> int:

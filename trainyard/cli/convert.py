@@ -19,6 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from runtimes.convert import ConversionError, convert_v1_job
     from runtimes.loading import LoadError, dump_documents, read_yaml_documents
+    from scheduler.api.checks import check_object
 
     try:
         documents = read_yaml_documents(args.file)
@@ -34,7 +35,13 @@ def run(args: argparse.Namespace) -> int:
             conversion = convert_v1_job(doc.data)
         except ConversionError as error:
             raise UserError(f"{doc.path}:{doc.line}: {error}") from None
-        objects.extend(conversion.objects())
+        converted = conversion.objects()
+        # What comes out must pass the same rules as any TrainJob or runtime trainyard reads.
+        for obj in converted:
+            check = check_object(obj, namespace=(obj.get("metadata") or {}).get("namespace") or "default")
+            if check.errors:
+                raise UserError(f"{doc.path}:{doc.line}: {doc.where().split(': ', 1)[1]} converts to {check.message}")
+        objects.extend(converted)
         for note in conversion.unmapped:
             print(f"{doc.where()}: {note}", file=sys.stderr)
     sys.stdout.write(dump_documents(objects))

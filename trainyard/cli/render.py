@@ -34,36 +34,53 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="YAML {nodes: {<replicated job>: [node per pod index]}, domain: {<label>: <value>}}",
     )
+    parser.add_argument("--strict", action="store_true", help="unknown fields are errors, not warnings")
 
 
 def run(args: argparse.Namespace) -> int:
+    from runtimes.api.trainer import TrainJob
     from runtimes.errors import RenderError
-    from runtimes.loading import LoadError, dump_documents, load_trainjob
+    from runtimes.loading import LoadError, dump_documents
     from runtimes.render import render_trainjob
+    from trainyard.cli.inputs import one_trainjob, trainjob_refusal
 
+    read, inline_runtimes = one_trainjob(args.trainjob, strict=args.strict)
+    trainjob = read.obj
+    assert isinstance(trainjob, TrainJob)
+    runtime = resolve_runtime(trainjob, args.trainjob, args.runtime, inline_runtimes, strict=args.strict)
     try:
-        trainjob = load_trainjob(args.trainjob)
-        runtime = resolve_runtime(trainjob, args.trainjob, args.runtime)
         placement = load_placement(args.placement) if args.placement else None
         rendered = render_trainjob(trainjob, runtime, placement)
-    except (LoadError, RenderError) as error:
+    except LoadError as error:
         raise UserError(str(error)) from None
+    except RenderError as error:
+        if error.subject.startswith("TrainJob"):
+            raise trainjob_refusal(read, error.errors) from None
+        raise UserError(f"{read.where('spec.runtimeRef')}: {error}") from None
     sys.stdout.write(dump_documents(rendered.objects()))
     return 0
 
 
-def resolve_runtime(trainjob: TrainJob, trainjob_path: str, runtime_files: list[str]) -> AnyTrainingRuntime:
+def resolve_runtime(
+    trainjob: TrainJob,
+    trainjob_path: str,
+    runtime_files: list[str],
+    inline: list[AnyTrainingRuntime] | None = None,
+    *,
+    strict: bool = False,
+) -> AnyTrainingRuntime:
     """The runtime ``trainjob`` names, from its own file, ``--runtime`` files or the built-ins."""
-    from runtimes.loading import builtin_runtimes_dir, find_runtime, load_builtin_runtimes, load_runtimes
+    from runtimes.loading import builtin_runtimes_dir, find_runtime, load_builtin_runtimes
+    from trainyard.cli.inputs import read_inputs, runtimes_of
 
     ref = trainjob.spec.runtime_ref
     kind, name = ref.effective_kind, ref.name
     searched: list[str] = [trainjob_path]
-    found = find_runtime(load_runtimes(trainjob_path), name, kind)
+    found = find_runtime(list(inline or []), name, kind)
     for path in runtime_files:
         if found is None:
             searched.append(path)
-            found = find_runtime(load_runtimes(path), name, kind)
+            found = find_runtime(runtimes_of(read_inputs([path], strict=strict)), name, kind)
     if found is None and not runtime_files:
         directory = builtin_runtimes_dir()
         searched.append(str(directory) if directory else "built-in runtimes (none found)")

@@ -41,6 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long stopped ranks get between SIGTERM and SIGKILL (default 5)",
     )
+    parser.add_argument("--strict", action="store_true", help="unknown fields are errors, not warnings")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,13 +50,22 @@ def run(args: argparse.Namespace) -> int:
             "submitting to a cluster comes with the controllers; run this TrainJob on this machine with --local"
         )
     # Imported here so that `trainyard --help` and the other commands stay cheap.
+    from runtimes.api.trainer import TrainJob
     from runtimes.local import LaunchOptions, LocalJobStore, LocalRunError
-    from runtimes.local.run import find_runtime, load_runtimes, load_trainjob_file, run_trainjob
+    from runtimes.local.run import find_runtime, run_trainjob
     from runtimes.local.store import JobDirectory
+    from runtimes.validation import validate_trainjob
+    from trainyard.cli.inputs import one_trainjob, read_inputs, runtimes_of, trainjob_refusal
 
+    read, inline_runtimes = one_trainjob(args.trainjob, strict=args.strict)
+    trainjob = read.obj
+    assert isinstance(trainjob, TrainJob)
+    given = runtimes_of(read_inputs(args.runtime, strict=args.strict)) if args.runtime else []
     try:
-        trainjob, inline_runtimes = load_trainjob_file(args.trainjob)
-        runtime = find_runtime(trainjob, [*load_runtimes(args.runtime), *inline_runtimes])
+        runtime = find_runtime(trainjob, [*given, *inline_runtimes])
+        # The rules the webhook applies with the runtime, before any process starts.
+        if errors := validate_trainjob(trainjob, runtime):
+            raise trainjob_refusal(read, errors)
         job = JobDirectory(args.workdir) if args.workdir else LocalJobStore().job(trainjob.metadata.name)
         job.reset()
         print(

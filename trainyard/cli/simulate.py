@@ -38,6 +38,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig of the KWOK cluster (--backend kwok)")
     parser.add_argument(
+        "--speedup",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="--backend kwok: submit times and durations N times faster than the scenario's (default 1)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=3600.0, help="--backend kwok: seconds to wait for the jobs (default 3600)"
     )
 
@@ -66,16 +73,26 @@ def _run(args: argparse.Namespace) -> int:
     if args.compare and len({s.name for s in scenarios}) != len(scenarios):
         scenarios = [dataclasses.replace(s, name=f"{s.name}#{i + 1}") for i, s in enumerate(scenarios)]
 
+    if args.speedup <= 0:
+        raise UserError(f"--speedup: must be greater than 0, got {args.speedup:g}")
+    if args.backend != "kwok" and args.speedup != 1.0:
+        raise UserError("--speedup applies to --backend kwok (a simulation runs in virtual time already)")
     if args.backend == "kwok":
         if args.kubeconfig is None:
             raise UserError("--backend kwok needs --kubeconfig PATH (the KWOK cluster's kubeconfig)")
+        from aiohttp import ClientError
+
+        from scheduler.kube.errors import KubeApiError, KubeConfigError
         from simulations.kwok_backend import run_on_kwok
 
-        if args.speedup <= 0:
-            raise UserError(f"--speedup must be > 0, got {args.speedup}")
-        summary = run_on_kwok(
-            build(scenarios[0]), args.kubeconfig, seed=args.seed, timeout=args.timeout, speedup=args.speedup
-        )
+        try:
+            summary = run_on_kwok(
+                build(scenarios[0]), args.kubeconfig, seed=args.seed, timeout=args.timeout, speedup=args.speedup
+            )
+        except KubeConfigError as error:
+            raise UserError(f"--kubeconfig: {error}") from None
+        except (ClientError, OSError, KubeApiError) as error:
+            raise UserError(f"--kubeconfig {args.kubeconfig}: cannot reach the KWOK cluster: {error}") from None
         print(json.dumps(summary, indent=2))
         return 0
 
