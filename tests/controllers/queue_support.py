@@ -152,16 +152,18 @@ class Reader:
 
     def __init__(self, fake_api: FakeApi) -> None:
         configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_kube_config(config_file=str(fake_api.kubeconfig), client_configuration=configuration)
+        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(fake_api.kubeconfig), client_configuration=configuration
+        )
         self.api = kubernetes.client.ApiClient(configuration)
         self.custom = kubernetes.client.CustomObjectsApi(self.api)
         self.core = kubernetes.client.CoreV1Api(self.api)
 
     def close(self) -> None:
-        self.api.close()
+        self.api.close()  # type: ignore[no-untyped-call]
 
     async def workloads(self) -> list[dict[str, Any]]:
-        answer = await asyncio.to_thread(
+        answer: Any = await asyncio.to_thread(
             self.custom.list_namespaced_custom_object, "kueue.x-k8s.io", "v1beta2", NS, "workloads"
         )
         return list(answer["items"])
@@ -174,13 +176,13 @@ class Reader:
         return None
 
     async def trainjob(self, name: str) -> dict[str, Any]:
-        answer = await asyncio.to_thread(
+        answer: Any = await asyncio.to_thread(
             self.custom.get_namespaced_custom_object, "trainer.kubeflow.org", "v1alpha1", NS, "trainjobs", name
         )
         return dict(answer)
 
     async def events(self) -> list[Any]:
-        answer = await asyncio.to_thread(self.core.list_namespaced_event, NS)
+        answer: Any = await asyncio.to_thread(self.core.list_namespaced_event, NS)
         return list(answer.items)
 
 

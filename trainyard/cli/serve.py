@@ -1,7 +1,9 @@
-"""`trainyard serve [webhook]`: run trainyard's cluster services.
+"""`trainyard serve [webhook|controller]`: run trainyard's cluster services.
 
-Today the one service is the admission webhook (HTTPS, AdmissionReview v1); `trainyard serve`
-without a name runs every service, which is the webhook until the queue controllers are added.
+``webhook`` is the admission webhook (HTTPS, AdmissionReview v1); ``controller`` the controllers
+(queue controller, launcher, pod ungater) behind leader election on a Lease, so with several
+replicas exactly one admits while the webhook serves on all. `trainyard serve` without a name
+runs both in one asyncio process; their metrics share the webhook's /metrics.
 
 The webhook's object cache is fed from a directory of YAML (``--objects DIR``) or from a cluster:
 ``--kubeconfig PATH``, or the Pod's service account when it runs in a cluster with neither flag.
@@ -20,21 +22,25 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
+    from prometheus_client import CollectorRegistry
 
+    from scheduler.controllers.service import ControllerService
     from scheduler.kube import InformerGroup
     from webhooks.objects import ObjectCache
 
 from trainyard.cli.errors import UserError
 
-SERVICES = ("webhook",)
+SERVICES = ("webhook", "controller")
+LAUNCHER_MODES = ("jobset", "trainer")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Run trainyard's cluster services. SERVICE 'webhook' is the admission webhook "
         "(/mutate/trainjobs, /validate/trainjobs, /validate/kueue, /validate/runtimes, /healthz, "
-        "/readyz, /metrics over HTTPS). Without SERVICE every service runs; today that is the "
-        "webhook alone (the queue controllers will join it)."
+        "/readyz, /metrics over HTTPS); 'controller' runs the queue controller, the launcher and "
+        "the pod ungater against the cluster (leader-elected; /metrics, /healthz on --metrics-port). "
+        "Without SERVICE both run in one process."
     )
     parser.add_argument("service", nargs="?", choices=SERVICES, help="the service to run (default: all)")
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
@@ -80,9 +86,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reload-interval", type=float, default=10.0, help="seconds between checks of --tls-cert-dir files"
     )
+    controller = parser.add_argument_group("controller")
+    controller.add_argument(
+        "--launcher",
+        choices=LAUNCHER_MODES,
+        default="jobset",
+        help="how admitted TrainJobs start: 'jobset' (trainyard creates the JobSet; default) or 'trainer' "
+        "(Kubeflow Trainer's controller runs them; trainyard writes a runtimePatch)",
+    )
+    controller.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="hold a coordination.k8s.io Lease so only one replica runs the controllers (default: on)",
+    )
+    controller.add_argument(
+        "--lease-namespace",
+        help="namespace of the Lease (default: $POD_NAMESPACE, the service account's, trainyard-system)",
+    )
+    controller.add_argument(
+        "--identity", help="this replica's name in the Lease (default: $POD_NAME or hostname, and pid)"
+    )
+    controller.add_argument(
+        "--wait-for-pods-ready",
+        type=float,
+        metavar="SECONDS",
+        help="Kueue's waitForPodsReady: evict and requeue an admitted job whose pods are not all ready in time",
+    )
+    controller.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8080,
+        help="'serve controller' alone: HTTP port for /metrics, /healthz, /readyz (default 8080; 0 picks one)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.service == "controller":
+        if args.objects is not None:
+            raise UserError("'serve controller' works against a cluster: use --kubeconfig PATH or run it in a Pod")
+        if args.context is not None and args.kubeconfig is None:
+            raise UserError("--context needs --kubeconfig PATH")
+        return asyncio.run(_serve_controller_alone(args))
     if args.tls_cert_dir is None and not args.self_signed:
         raise UserError("choose TLS: --tls-cert-dir DIR (tls.crt, tls.key) or --self-signed")
     if args.write_ca_bundle is not None and not args.self_signed:
@@ -155,6 +200,15 @@ async def _serve(args: argparse.Namespace) -> int:
             cache, context, host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, reloader=reloader
         )
         feed = await ClusterFeed.connect(args.kubeconfig, args.context, cache) if from_cluster else None
+        controllers = (
+            await Controllers.connect(args, server.metrics.registry) if args.service is None and from_cluster else None
+        )
+        if args.service is None and not from_cluster:
+            print(
+                "trainyard serve: no cluster (--kubeconfig PATH, or a Pod): the controllers do not run, "
+                "only the webhook",
+                file=sys.stderr,
+            )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -167,10 +221,15 @@ async def _serve(args: argparse.Namespace) -> int:
             print(f"trainyard serve: admission webhook on https://{args.host}:{server.port}", file=sys.stderr)
             if feed is not None:
                 feed.start(stop)
+            if controllers is not None:
+                controllers.start(stop)
             await stop.wait()
-            return feed.exit_code() if feed is not None else 0
+            codes = [part.exit_code() for part in (feed, controllers) if part is not None]
+            return max(codes, default=0)
         finally:
             print("trainyard serve: shutting down", file=sys.stderr)
+            if controllers is not None:
+                await controllers.close()
             if feed is not None:
                 await feed.close()
             await server.stop()
@@ -229,4 +288,118 @@ class ClusterFeed:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        await self.api_client.close()
+
+
+async def _serve_controller_alone(args: argparse.Namespace) -> int:
+    """The controllers without the webhook, with /metrics, /healthz and /readyz over plain HTTP."""
+    import signal
+
+    from aiohttp import web
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry()
+    controllers = await Controllers.connect(args, registry)
+    stop = asyncio.Event()
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(request: web.Request) -> web.Response:
+        if controllers.service.manager.cache.synced.is_set():
+            return web.Response(text="ok")
+        unsynced = ", ".join(controllers.service.manager.unsynced())
+        return web.Response(status=503, text=f"informers not synced: {unsynced}")
+
+    app = web.Application()
+    app.add_routes([web.get("/metrics", metrics), web.get("/healthz", healthz), web.get("/readyz", readyz)])
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        site = web.TCPSite(runner, args.host, args.metrics_port)
+        try:
+            await site.start()
+        except OSError as error:
+            raise UserError(f"cannot listen on {args.host}:{args.metrics_port}: {error.strerror}") from None
+        port = runner.addresses[0][1] if runner.addresses else args.metrics_port
+        print(f"trainyard serve: controller metrics on http://{args.host}:{port}/metrics", file=sys.stderr)
+        controllers.start(stop)
+        await stop.wait()
+        return controllers.exit_code()
+    finally:
+        print("trainyard serve: shutting down", file=sys.stderr)
+        await controllers.close()
+        await runner.cleanup()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+
+
+class Controllers:
+    """The controller service (queue controller, launcher, ungater) on its own API connection."""
+
+    def __init__(self, api_client: ApiClient, service: ControllerService, source: str) -> None:
+        self.api_client = api_client
+        self.service = service
+        self.source = source
+        self.task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def connect(cls, args: argparse.Namespace, registry: CollectorRegistry) -> Controllers:
+        from scheduler.controllers.service import build_controller_service
+        from scheduler.engine import EngineConfig
+        from scheduler.engine.config import WaitForPodsReady
+        from scheduler.kube import KubeClient, KubeConfigError, load_api_client, running_in_cluster
+
+        if args.kubeconfig is None and not running_in_cluster():
+            raise UserError("the controllers need a cluster: pass --kubeconfig PATH (or run in a Pod)")
+        if args.wait_for_pods_ready is not None and args.wait_for_pods_ready <= 0:
+            raise UserError(f"--wait-for-pods-ready {args.wait_for_pods_ready:g} must be a positive number of seconds")
+        try:
+            api_client = await load_api_client(args.kubeconfig, context=args.context)
+        except KubeConfigError as error:
+            raise UserError(str(error)) from None
+        wait = WaitForPodsReady(timeout_seconds=args.wait_for_pods_ready) if args.wait_for_pods_ready else None
+        service = build_controller_service(
+            KubeClient(api_client),
+            launcher_mode=args.launcher,
+            leader_elect=args.leader_elect,
+            lease_namespace=args.lease_namespace,
+            identity=args.identity,
+            config=EngineConfig(wait_for_pods_ready=wait),
+            registry=registry,
+        )
+        source = str(args.kubeconfig) if args.kubeconfig is not None else "the in-cluster service account"
+        leader = service.leader
+        election = (
+            f"leader election on Lease {leader.namespace}/{leader.name} as {leader.identity}"
+            if leader is not None
+            else "no leader election"
+        )
+        print(f"trainyard serve: controllers (launcher {args.launcher}) through {source}, {election}", file=sys.stderr)
+        return cls(api_client, service, source)
+
+    def start(self, stop: asyncio.Event) -> None:
+        self.task = asyncio.create_task(self.service.manager.run(), name="controllers")
+        self.task.add_done_callback(lambda task: stop.set())
+
+    def exit_code(self) -> int:
+        if self.task is None or not self.task.done() or self.task.cancelled():
+            return 0
+        error = self.task.exception()
+        if error is None:
+            return 0
+        print(f"trainyard serve: the controllers stopped: {error!r}", file=sys.stderr)
+        return 1
+
+    async def close(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
         await self.api_client.close()

@@ -1,0 +1,87 @@
+"""The controller service: every controller of trainyard in one ``ControllerManager``.
+
+``build_controller_service`` wires the queue controller (TrainJob → Workload, admission), the
+launcher of the chosen mode and the pod ungater on one cache, one set of informers and one
+leader election, as ``trainyard serve`` runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from scheduler.controllers.constants import LEADER_LEASE_NAME
+from scheduler.controllers.launcher import LauncherMode
+from scheduler.controllers.launcher_controllers import (
+    LauncherControllers,
+    build_launcher_controllers,
+    launcher_watches,
+)
+from scheduler.controllers.manager import ControllerManager
+from scheduler.controllers.queueing import QUEUE_WATCHES, QueueControllers, build_queue_controllers, merge_watches
+from scheduler.engine import EngineConfig
+from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_LEASE_NAMESPACE = "trainyard-system"
+
+
+def default_identity() -> str:
+    """A replica's name in the Lease: the Pod's name (or the host's) and the process id."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}"
+
+
+def default_lease_namespace() -> str:
+    """POD_NAMESPACE, else the service account's namespace, else trainyard-system."""
+    from_env = os.environ.get("POD_NAMESPACE")
+    if from_env:
+        return from_env
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_LEASE_NAMESPACE
+    except OSError:
+        return DEFAULT_LEASE_NAMESPACE
+
+
+@dataclass
+class ControllerService:
+    manager: ControllerManager
+    queue: QueueControllers
+    launcher: LauncherControllers
+    leader: LeaderElector | None
+
+
+def build_controller_service(
+    client: KubeClient,
+    *,
+    launcher_mode: LauncherMode = "jobset",
+    leader_elect: bool = True,
+    lease_namespace: str | None = None,
+    identity: str | None = None,
+    config: EngineConfig | None = None,
+    registry: CollectorRegistry | None = None,
+    lease_settings: LeaseSettings | None = None,
+    informer_settings: InformerSettings | None = None,
+    workers: int = 4,
+) -> ControllerService:
+    leader = (
+        LeaderElector(
+            client,
+            LEADER_LEASE_NAME,
+            lease_namespace or default_lease_namespace(),
+            identity or default_identity(),
+            settings=lease_settings,
+        )
+        if leader_elect
+        else None
+    )
+    watches = merge_watches(QUEUE_WATCHES, launcher_watches(launcher_mode))
+    manager = ControllerManager(client, watches, leader=leader, informer_settings=informer_settings)
+    queue = build_queue_controllers(client, manager.cache, config=config, registry=registry, workers=workers)
+    launcher = build_launcher_controllers(launcher_mode, client, manager.cache, workers=workers)
+    for controller, enqueue in [*queue.registrations, *launcher.registrations]:
+        manager.add(controller, enqueue=enqueue)
+    return ControllerService(manager, queue, launcher, leader)
