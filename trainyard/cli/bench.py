@@ -18,6 +18,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     ),
     "webhook": ("trainyard.benchmarks.webhook", "admission webhook rps and latency over loopback HTTPS"),
     "launch": ("trainyard.benchmarks.launch", "local 2x2 DDP: time to the first step, trainyard vs torchrun"),
+    "queues": (
+        "trainyard.benchmarks.queues",
+        "queues list/pending at 1,000 ClusterQueues and 50,000 workloads; what-if on gpu-1k",
+    ),
 }
 
 
