@@ -1,0 +1,44 @@
+"""Tables at 1,000 ClusterQueues (a page, a summary line, a bounded cohort tree) and the
+APIService manifest in Kueue's shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scheduler.queues import cluster_queue_summaries, cohort_summaries, load_state
+from simulations.scenarios import BUILTIN, build
+from trainyard.cli.queues_render import print_list
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "visibility"
+
+
+def test_a_thousand_cluster_queues_print_one_page_at_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    state = load_state(build(BUILTIN["kueue-large"]).objects, [], now=0.0)
+    summaries = cluster_queue_summaries(state)
+    assert len(summaries) == 1000
+    totals = {"clusterQueues": 1000, "inactive": 0, "invalid": 0, "admitted": 0, "pending": 0}
+    print_list(summaries[50:100], cohort_summaries(state), total=1000, offset=50, totals=totals, notes=[])
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "ClusterQueues 51-100 of 1000; --offset 100 for the next page" in out
+    assert "cohort-0-cq-59" in out
+    assert "cohort-9-cq-99" not in out
+    assert "more ClusterQueues" in out  # each cohort of 100 is summarised in the tree
+    assert len(lines) < 200
+
+
+def test_the_api_service_registers_kueue_visibility_group() -> None:
+    documents = [d for path in sorted(MANIFESTS.glob("*.yaml")) for d in yaml.safe_load_all(path.read_text()) if d]
+    (service,) = [d for d in documents if d["kind"] == "APIService"]
+    assert service["apiVersion"] == "apiregistration.k8s.io/v1"
+    assert service["metadata"]["name"] == "v1beta1.visibility.kueue.x-k8s.io"
+    assert (service["spec"]["group"], service["spec"]["version"]) == ("visibility.kueue.x-k8s.io", "v1beta1")
+    backing = service["spec"]["service"]
+    (svc,) = [d for d in documents if d["kind"] == "Service" and d["metadata"]["name"] == backing["name"]]
+    assert svc["metadata"]["namespace"] == backing["namespace"]
+    reader = next(d for d in documents if d["metadata"]["name"] == "trainyard-pending-workloads-reader")
+    assert "clusterqueues/pendingworkloads" in reader["rules"][0]["resources"]
