@@ -69,13 +69,13 @@ async def test_serve_controller_admits_and_serves_kueue_metrics(fake_api: FakeAp
     port = _free_port()
     try:
         async with trainyard(*controller_args(fake_api, "solo", port)), aiohttp.ClientSession() as http:
-            await eventually(lambda: _admitted(reader, "llm"), timeout=30, what="the admission")
+            await eventually(lambda: _admitted(reader, "llm"), timeout=60, what="the admission")
 
             async def metrics() -> str:
                 async with http.get(f"http://127.0.0.1:{port}/metrics") as answer:
                     return await answer.text()
 
-            text = await eventually(metrics, what="/metrics")
+            text = await eventually(metrics, timeout=30, what="/metrics")
             holder = await _holder(reader)
     finally:
         reader.close()
@@ -96,13 +96,13 @@ async def test_of_two_replicas_one_admits_and_the_other_takes_over(fake_api: Fak
             trainyard(*controller_args(fake_api, "a", _free_port())) as a,
             trainyard(*controller_args(fake_api, "b", _free_port())) as b,
         ):
-            await eventually(lambda: _admitted(reader, "first"), timeout=30, what="the first admission")
+            await eventually(lambda: _admitted(reader, "first"), timeout=60, what="the first admission")
             holder = await _holder(reader)
             leader, standby = (a, b) if holder == "a" else (b, a)
             leader.send_signal(signal.SIGTERM)  # releases the lease on the way out
             await asyncio.wait_for(leader.wait(), 20)
             fake_api.server.seed(trainjob("second", nodes=1))
-            await eventually(lambda: _admitted(reader, "second"), timeout=30, what="the standby admitting")
+            await eventually(lambda: _admitted(reader, "second"), timeout=60, what="the standby admitting")
             assert standby.returncode is None
             assert await _holder(reader) == ("b" if holder == "a" else "a")
     finally:
@@ -114,7 +114,7 @@ async def _holder(reader: Reader) -> str:
 
     leases = kubernetes.client.CoordinationV1Api(reader.api)
     lease = await asyncio.to_thread(leases.read_namespaced_lease, "trainyard-controller", "default")
-    return str(lease.spec.holder_identity)
+    return str(lease.spec.holder_identity)  # type: ignore[union-attr]
 
 
 @pytest.mark.slow
@@ -141,7 +141,7 @@ async def test_serve_runs_the_webhook_and_the_controllers_in_one_process(fake_ap
             trainyard(*args, "--no-leader-elect"),
             aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as http,
         ):
-            await eventually(lambda: _admitted(reader, "llm"), timeout=30, what="the admission")
+            await eventually(lambda: _admitted(reader, "llm"), timeout=60, what="the admission")
 
             async def metrics() -> str:
                 try:
@@ -150,7 +150,7 @@ async def test_serve_runs_the_webhook_and_the_controllers_in_one_process(fake_ap
                 except aiohttp.ClientError:
                     return ""
 
-            text = await eventually(metrics, what="/metrics")
+            text = await eventually(metrics, timeout=30, what="/metrics")
     finally:
         reader.close()
     assert "# TYPE trainyard_webhook_requests" in text  # one /metrics serves both
