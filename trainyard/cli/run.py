@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
     given = runtimes_of(read_inputs(args.runtime, strict=args.strict)) if args.runtime else []
     try:
         runtime = find_runtime(trainjob, [*given, *inline_runtimes])
+    except LocalRunError as error:
+        raise UserError(f"{read.where('spec.runtimeRef')}: {error}") from None
+    try:
         # The rules the webhook applies with the runtime, before any process starts.
         if errors := validate_trainjob(trainjob, runtime):
             raise trainjob_refusal(read, errors)
