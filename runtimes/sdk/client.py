@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
 
 from runtimes.sdk.backend import TrainingBackend
 from runtimes.sdk.local_backend import LocalBackend, LocalBackendConfig
 from runtimes.sdk.types import BuiltinTrainer, CustomTrainer, Initializer, Runtime, TrainJob
 
 
-class TrainerClient:
-    """Submit and watch TrainJobs. Without a config, jobs run locally (the Kubernetes backend
-    comes with the controllers)."""
+@runtime_checkable
+class BackendConfig(Protocol):
+    """Any backend's config: it builds its backend. ``runtimes`` never imports one; e.g.
+    ``trainyard.sdk.KubernetesBackendConfig`` (the cluster backend lives above this layer)."""
 
-    def __init__(self, backend_config: LocalBackendConfig | None = None) -> None:
-        self.backend: TrainingBackend = LocalBackend(backend_config)
+    def build_backend(self) -> TrainingBackend: ...
+
+
+class TrainerClient:
+    """Submit and watch TrainJobs. Without a config, jobs run locally; a config with a
+    ``build_backend()`` method (``trainyard.sdk.KubernetesBackendConfig``) picks its backend."""
+
+    def __init__(self, backend_config: LocalBackendConfig | BackendConfig | None = None) -> None:
+        if backend_config is None or isinstance(backend_config, LocalBackendConfig):
+            self.backend: TrainingBackend = LocalBackend(backend_config)
+        elif isinstance(backend_config, BackendConfig):
+            self.backend = backend_config.build_backend()
+        else:
+            raise TypeError(
+                f"backend_config must be a LocalBackendConfig or a config with build_backend() "
+                f"(e.g. trainyard.sdk.KubernetesBackendConfig), got {type(backend_config).__name__}"
+            )
 
     def list_runtimes(self) -> list[Runtime]:
         return self.backend.list_runtimes()

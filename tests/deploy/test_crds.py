@@ -160,6 +160,15 @@ def test_cohort_resource_groups_are_the_cluster_queues(crds: list[dict[str, Any]
     assert groups("Cohort") == groups("ClusterQueue")
 
 
+@pytest.mark.parametrize("runtime_kind", ["TrainingRuntime", "ClusterTrainingRuntime"])
+def test_runtime_templates_hold_the_jobset_spec(crds: list[dict[str, Any]], runtime_kind: str) -> None:
+    def schema(kind: str) -> dict[str, Any]:
+        return dict(_crd_for(crds, kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"])
+
+    template = schema(runtime_kind)["properties"]["template"]["properties"]["spec"]
+    assert template == schema("JobSet")
+
+
 def test_kustomization_lists_every_crd_once() -> None:
     built = build(CRDS)
     assert sorted(d["metadata"]["name"] for d in built) == sorted(
