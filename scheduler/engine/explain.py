@@ -215,7 +215,7 @@ def explain_admission(engine: AdmissionEngine, key: str, now: float) -> Admissio
                         flavor=flavor,
                         mode=_MODE_NAMES[mode],
                         borrowing_level=borrow,
-                        words=MODE_WORDS[mode] + (" (borrowing)" if borrow and mode > Mode.NO_FIT else ""),
+                        words=MODE_WORDS[mode] + (" (borrowing)" if borrow and mode >= Mode.PREEMPT else ""),
                         reasons=tuple(dict.fromkeys(attempt.reasons)),
                         chosen=assignment.mode > Mode.NO_FIT and all(picked.get(r) == flavor for r in resources),
                     )
