@@ -14,7 +14,8 @@ from kustomize_support import build, build_with_kubectl, build_without_kubectl, 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL = ROOT / "manifests" / "install"
 WEBHOOK = ROOT / "manifests" / "webhook"
-COMPONENTS = ("queue controller", "launcher", "ungater", "leader election")
+COMPONENTS = ("webhook", "queue controller", "launcher", "ungater", "leader election")
+RBAC_FILES = [INSTALL / "controller-rbac.yaml", INSTALL / "leader-election-rbac.yaml", WEBHOOK / "rbac.yaml"]
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +55,7 @@ def test_install_holds_the_whole_service(installed: list[dict[str, Any]]) -> Non
             "Deployment",
             "MutatingWebhookConfiguration",
             "ValidatingWebhookConfiguration",
+            "PodDisruptionBudget",
         ]
     )
     assert len({identity(d) for d in installed}) == len(installed)
@@ -104,6 +106,9 @@ def test_service_certificate_and_webhooks_meet(installed: list[dict[str, Any]]) 
     deployment = one(installed, "Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= labels.items()
+    budget = one(installed, "PodDisruptionBudget")
+    assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert budget["spec"]["minAvailable"] < deployment["spec"]["replicas"]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     port = container["args"][container["args"].index("--port") + 1]
     assert str(service["spec"]["ports"][0]["targetPort"]) == port
@@ -152,9 +157,10 @@ def _rules_with_comments(path: Path) -> list[tuple[dict[str, Any], str]]:
     return pairs
 
 
-@pytest.mark.parametrize("name", ["controller-rbac.yaml", "leader-election-rbac.yaml"])
-def test_every_verb_is_justified_by_a_controller(name: str) -> None:
-    pairs = _rules_with_comments(INSTALL / name)
+@pytest.mark.parametrize("path", RBAC_FILES, ids=lambda p: p.name)
+def test_every_verb_is_justified_by_a_controller(path: Path) -> None:
+    name = path.name
+    pairs = _rules_with_comments(path)
     assert pairs
     for rule, comment in pairs:
         where = f"{name}: rule {rule['resources']}"
@@ -181,6 +187,7 @@ def test_controller_rbac_is_exactly_the_controllers_needs(installed: list[dict[s
     assert granted[("jobset.x-k8s.io", "jobsets")] == read | {"create", "patch", "delete"}
     assert granted[("", "pods")] == {"list", "watch", "update", "patch"}
     assert granted[("", "events")] == {"create", "patch"}
+    assert granted[("trainer.kubeflow.org", "trainjobs/finalizers")] == {"update"}
     for secret_like in ("secrets", "configmaps"):
         assert granted[("", secret_like)] == {"create", "get"}, "no Secret is listed or watched"
     assert not any("delete" in verbs for key, verbs in granted.items() if key[1] in {"pods", "secrets", "nodes"})
