@@ -47,6 +47,9 @@ class Store:
         # Events up to and including this revision are gone; resuming from before it is a 410.
         self.compacted_through = 0
         self.subscriptions: set[Subscription] = set()
+        # In-process observers see every committed write in order, whatever faults do to the
+        # watches (an auditor, a benchmark's clock); they must not write to the store.
+        self.observers: list[Callable[[StoredEvent], None]] = []
         self.owners = OwnerIndex()
         # deletions waiting on finalizers: uid -> the propagation policy to apply once the object goes
         self.pending_propagation: dict[str, str] = {}
@@ -79,6 +82,8 @@ class Store:
         for subscription in self.subscriptions:
             if subscription.wants(event):
                 subscription.queue.put_nowait(event)
+        for observe in self.observers:
+            observe(event)
         return copy.deepcopy(obj)
 
     def _stored(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
