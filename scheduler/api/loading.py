@@ -66,14 +66,20 @@ def _line_of_error(document: Document, errors: list[FieldError]) -> int:
     return document.line_of(parse_field_path(errors[0].path)) if errors else document.line
 
 
-def check_document(document: Document, *, strict: bool = False) -> tuple[ObjectCheck, str | None, list[str]]:
-    """The check of one document, its error line (``file:line: message``) if refused, its warnings."""
+def check_document(
+    document: Document, *, strict: bool = False, trainjob_rules: bool = True
+) -> tuple[ObjectCheck, str | None, list[str]]:
+    """The check of one document, its error line (``file:line: message``) if refused, its warnings.
+
+    ``trainjob_rules=False`` leaves a TrainJob's rules to the caller, who runs them with its runtime
+    in one pass (``runtimes.validation.validate_trainjob``), as the webhook does.
+    """
     data = document.data
     metadata = data.get("metadata")
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     if not namespace and data.get("kind") in NAMESPACED_KINDS:
         namespace = "default"
-    check = check_object(data, namespace=namespace)
+    check = check_object(data, namespace=namespace, rules=trainjob_rules or data.get("kind") != "TrainJob")
     if check.foreign:
         return check, None, []
     warnings = [f"{document.path}:{document.line}: warning: {check.subject}: {text}" for text in check.deprecated]
@@ -89,8 +95,11 @@ def check_document(document: Document, *, strict: bool = False) -> tuple[ObjectC
     return check, None, warnings
 
 
-def read_checked(paths: Iterable[str | Path], *, strict: bool = False) -> CheckedInput:
+def read_checked(paths: Iterable[str | Path], *, strict: bool = False, trainjob_rules: bool = True) -> CheckedInput:
     """Every object in ``paths`` (files, directories, multi-document YAML), checked.
+
+    ``trainjob_rules=False``: TrainJobs are parsed and their unknown fields listed, and the caller
+    validates each with its runtime (see :func:`check_document`).
 
     Raises :class:`InputError` listing every invalid object (and ``DocumentError`` for a file that
     is not YAML at all).
@@ -98,7 +107,7 @@ def read_checked(paths: Iterable[str | Path], *, strict: bool = False) -> Checke
     loaded = CheckedInput()
     problems: list[str] = []
     for document in read_documents(paths):
-        check, problem, warnings = check_document(document, strict=strict)
+        check, problem, warnings = check_document(document, strict=strict, trainjob_rules=trainjob_rules)
         if check.foreign:
             shown = f" {document.name!r}" if document.name else ""
             loaded.notes.append(
@@ -133,10 +142,12 @@ class KueueObjects:
     warnings: list[str] = field(default_factory=list)
 
 
-def load_kueue_objects(paths: Iterable[str | Path], *, strict: bool = False) -> KueueObjects:
+def load_kueue_objects(
+    paths: Iterable[str | Path], *, strict: bool = False, trainjob_rules: bool = True
+) -> KueueObjects:
     """Kueue objects (kueue.x-k8s.io v1beta2, v1beta1), Workloads, Nodes, Namespaces, TrainJobs and
-    runtimes, each checked by the rules of its kind."""
-    checked = read_checked(paths, strict=strict)
+    runtimes, each checked by the rules of its kind (``trainjob_rules``: see :func:`read_checked`)."""
+    checked = read_checked(paths, strict=strict, trainjob_rules=trainjob_rules)
     loaded = KueueObjects(namespaces=checked.namespaces, skipped=checked.notes, warnings=checked.warnings)
     for read in checked.objects:
         obj = read.obj

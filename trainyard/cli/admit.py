@@ -54,7 +54,7 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
     # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
     strict, runtime_files = bool(getattr(args, "strict", False)), list(getattr(args, "runtime", []))
     try:
-        loaded = load_kueue_objects(args.paths, strict=strict)
+        loaded = load_kueue_objects(args.paths, strict=strict, trainjob_rules=False)
         extra_runtimes = load_kueue_objects(runtime_files, strict=strict).runtimes if runtime_files else []
     except DocumentError as error:
         for line in error.warnings if isinstance(error, InputError) else []:
@@ -107,8 +107,9 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
 def trainjob_workloads(loaded: KueueObjects, runtimes: list[AnyTrainingRuntime], given: bool) -> list[Workload]:
     """Each TrainJob's Workload; a TrainJob the webhook would refuse is refused the same way."""
     from runtimes.api.trainer import TrainJob
-    from runtimes.errors import FieldError, RenderError
+    from runtimes.errors import RenderError
     from runtimes.loading import find_runtime, load_builtin_runtimes
+    from runtimes.validation import validate_trainjob
     from scheduler.api.checks import describe_errors, subject_of
     from scheduler.api.job_validation import validate_job_labels
     from scheduler.api.kueue import DEFAULT_LOCAL_QUEUE_NAME, QUEUE_NAME_LABEL, LocalQueue, WorkloadPriorityClass
@@ -138,22 +139,19 @@ def trainjob_workloads(loaded: KueueObjects, runtimes: list[AnyTrainingRuntime],
         )
         ref = trainjob.spec.runtime_ref
         runtime = find_runtime(pool, ref.name, ref.effective_kind)
-        if runtime is None:
-            known = ", ".join(sorted({r.metadata.name for r in pool})) or "none"
-            errors.append(
-                FieldError(
-                    "spec.runtimeRef",
-                    f"{ref.effective_kind} {ref.name!r} not found among the given and built-in runtimes "
-                    f"({known}); pass --runtime FILE",
-                )
-            )
-        elif not errors:
+        # The webhook's one pass: label rules, then Trainer's rules with the runtime.
+        errors += validate_trainjob(trainjob, runtime)
+        if runtime is not None and not errors:
             try:
                 workloads.append(workload_for_trainjob(trainjob, runtime))
             except RenderError as error:
                 errors = error.errors
         if errors:
-            problems.append(f"{read.where(errors[0].path)}: {describe_errors(subject, errors)}")
+            looked = ""
+            if runtime is None:
+                known = ", ".join(sorted({r.metadata.name for r in pool})) or "none"
+                looked = f" (looked among the given and built-in runtimes: {known}; pass --runtime FILE)"
+            problems.append(f"{read.where(errors[0].path)}: {describe_errors(subject, errors)}{looked}")
     if problems:
         raise UserError("\n".join(problems))
     return workloads

@@ -21,13 +21,16 @@ if TYPE_CHECKING:
     from scheduler.api.loading import CheckedInput, ReadObject
 
 
-def read_inputs(paths: Sequence[str | Path], *, strict: bool = False) -> CheckedInput:
-    """Every object in ``paths``, checked; warnings and notes printed to stderr."""
+def read_inputs(paths: Sequence[str | Path], *, strict: bool = False, trainjob_rules: bool = True) -> CheckedInput:
+    """Every object in ``paths``, checked; warnings and notes printed to stderr.
+
+    ``trainjob_rules=False``: the caller validates each TrainJob with its runtime (as the webhook).
+    """
     from runtimes.k8s.documents import DocumentError
     from scheduler.api.loading import InputError, read_checked
 
     try:
-        checked = read_checked(paths, strict=strict)
+        checked = read_checked(paths, strict=strict, trainjob_rules=trainjob_rules)
     except DocumentError as error:
         for line in error.warnings if isinstance(error, InputError) else []:
             print(line, file=sys.stderr)
@@ -46,10 +49,13 @@ def runtimes_of(checked: CheckedInput) -> list[AnyTrainingRuntime]:
 
 
 def one_trainjob(path: str | Path, *, strict: bool = False) -> tuple[ReadObject, list[AnyTrainingRuntime]]:
-    """The one TrainJob in ``path`` (checked) and any runtimes written beside it."""
+    """The one TrainJob in ``path`` and any runtimes written beside it.
+
+    The TrainJob is parsed here; the caller validates it with its runtime, in the webhook's one pass.
+    """
     from runtimes.api.trainer import TrainJob
 
-    checked = read_inputs([path], strict=strict)
+    checked = read_inputs([path], strict=strict, trainjob_rules=False)
     jobs = checked.of(TrainJob)
     if len(jobs) != 1:
         kinds = ", ".join(read.obj.kind for read in checked.objects) or "no object trainyard reads"
@@ -60,11 +66,21 @@ def one_trainjob(path: str | Path, *, strict: bool = False) -> tuple[ReadObject,
     return jobs[0], runtimes_of(checked)
 
 
-def trainjob_refusal(read: ReadObject, errors: Sequence[FieldError]) -> UserError:
+def missing_runtime(read: ReadObject, where_looked: str) -> UserError:
+    """No runtime for the TrainJob: the webhook's message (every rule it can check without one), then
+    where the CLI looked."""
+    from runtimes.validation import validate_trainjob
+
+    trainjob: TrainJob = read.obj  # type: ignore[assignment]
+    refusal = trainjob_refusal(read, validate_trainjob(trainjob, None), at="spec.runtimeRef")
+    return UserError(f"{refusal} ({where_looked})")
+
+
+def trainjob_refusal(read: ReadObject, errors: Sequence[FieldError], *, at: str | None = None) -> UserError:
     """A TrainJob's errors as the webhook words them, at the file and line of the first field."""
     from scheduler.api.checks import describe_errors, subject_of
 
     trainjob: TrainJob = read.obj  # type: ignore[assignment]
     subject = subject_of("TrainJob", trainjob.name, trainjob.namespace or "default")
-    first = errors[0].path if errors else ""
+    first = at if at is not None else (errors[0].path if errors else "")
     return UserError(f"{read.where(first)}: {describe_errors(subject, list(errors))}")

@@ -42,12 +42,17 @@ def run(args: argparse.Namespace) -> int:
     from runtimes.errors import RenderError
     from runtimes.loading import LoadError, dump_documents
     from runtimes.render import render_trainjob
-    from trainyard.cli.inputs import one_trainjob, trainjob_refusal
+    from trainyard.cli.inputs import missing_runtime, one_trainjob, trainjob_refusal
 
     read, inline_runtimes = one_trainjob(args.trainjob, strict=args.strict)
     trainjob = read.obj
     assert isinstance(trainjob, TrainJob)
-    runtime = resolve_runtime(trainjob, args.trainjob, args.runtime, inline_runtimes, strict=args.strict)
+    try:
+        runtime = resolve_runtime(trainjob, args.trainjob, args.runtime, inline_runtimes, strict=args.strict)
+    except UserError as error:
+        if not str(error).startswith(f"{args.trainjob}: spec.runtimeRef: "):
+            raise
+        raise missing_runtime(read, str(error).split(": ", 2)[2]) from None
     try:
         placement = load_placement(args.placement) if args.placement else None
         rendered = render_trainjob(trainjob, runtime, placement)

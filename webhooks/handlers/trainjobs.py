@@ -41,6 +41,9 @@ from webhooks.review import AdmissionRequest, Verdict
 
 
 def _wrong_kind(request: AdmissionRequest, document: dict[str, Any]) -> Verdict | None:
+    if document.get("kind") == TRAINJOB_KIND and document.get("apiVersion") != TRAINER_API_VERSION:
+        # A TrainJob of another version: refused in the words every reader uses.
+        return Verdict.invalid(check_object(document, name=request.name, namespace=request.namespace).message)
     if document.get("apiVersion") != TRAINER_API_VERSION or document.get("kind") != TRAINJOB_KIND:
         return Verdict.invalid(
             f"expected a {TRAINER_API_VERSION} {TRAINJOB_KIND}, got "
