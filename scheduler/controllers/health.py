@@ -3,9 +3,12 @@
 - PodsReady (Kueue's waitForPodsReady): a Workload's pods carry its name in the
   ``kueue.x-k8s.io/workload`` annotation; once as many are Ready (or Succeeded) as the admission
   counts, the Workload gets PodsReady=True and the engine stops its timeout.
-- Node failure: a Node that turns NotReady or is deleted under an admitted gang (its
-  topologyAssignment names the node, or one of its pods runs there) gets the gang evicted with
-  Kueue's reason ``NodeFailures`` and requeued with backoff.
+- Node failure: a Node that turns NotReady or is deleted under an admitted gang is handed to
+  the engine (``AdmissionEngine.node_failed``): a gang it placed has its pods on that node moved
+  within its domain (a new topologyAssignment is written; Kueue allows that under TAS) or is
+  evicted with Kueue's reason ``NodeFailures``; any other admitted workload on the node (its
+  topologyAssignment names it, or one of its pods runs there, e.g. admitted before a restart)
+  is evicted with ``NodeFailures`` and requeued with backoff.
 """
 
 from __future__ import annotations
@@ -116,6 +119,13 @@ class HealthChecks:
         node = controller.cache.get("Node", node_name)
         if node is not None and _node_ready(node):
             return  # recovered before we got to it
+        failed: list[str] = []
+        handled: set[str] = set()
+        # gangs whose placement the engine holds: their pods on the node move, or they are evicted
+        for outcome in controller.engine.node_failed(node_name, controller.clock()):
+            handled.add(outcome.key)
+            if not await controller.write_node_failure_outcome(outcome):
+                failed.append(outcome.key)
         affected: set[str] = set()
         for workload in controller.cache.list("Workload"):
             if (workload.get("status") or {}).get("admission") and node_name in placed_nodes(workload):
@@ -127,8 +137,7 @@ class HealthChecks:
                 workload_name = (metadata.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
                 if workload_name:
                     affected.add(f"{metadata.get('namespace')}/{workload_name}")
-        failed = []
-        for key in sorted(affected):
+        for key in sorted(affected - handled):
             if not await controller.evict_for_node_failure(key, node_name):
                 failed.append(key)
         if failed:

@@ -34,7 +34,8 @@ from scheduler.controllers.metrics import QueueMetrics
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workload_status import admitted_patch, evicted_patch, pending_patch
 from scheduler.engine import EngineConfig
-from scheduler.engine.results import CycleResult
+from scheduler.engine.node_failures import ReplacedPlacement
+from scheduler.engine.results import CycleResult, EvictedWorkload
 from scheduler.engine.views import waiting_reason
 from scheduler.engine.workloads import WorkloadState
 from scheduler.kube import KubeApiError, KubeClient, patch_status
@@ -262,6 +263,24 @@ class QueueController:
         ok = await self._evict(key, "NodeFailures", message, now, requeue_at=evicted.requeue_at)
         self.request_cycle()
         return ok
+
+    async def write_node_failure_outcome(self, outcome: ReplacedPlacement | EvictedWorkload) -> bool:
+        """Write what ``engine.node_failed`` decided for one gang; False if the write failed."""
+        now = self.clock()
+        if isinstance(outcome, EvictedWorkload):
+            ok = await self._evict(outcome.key, outcome.reason, outcome.message, now, requeue_at=outcome.requeue_at)
+            self.request_cycle()
+            return ok
+        info = self.engine.workloads.get(outcome.key)
+        document = self._cached(outcome.key)
+        if info is None or info.admission is None or document is None:
+            return True
+        if not await self._patch(outcome.key, document, admitted_patch(document, info.admission, now)):
+            self.mirror.resubmit(outcome.key)
+            return False
+        message = f"Node {outcome.node} failed; its pods were placed again in the same topology domain"
+        await self._event(document, WARNING, "NodeFailures", message)
+        return True
 
     async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool:
         return await self._patch(key, document, patch)

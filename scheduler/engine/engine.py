@@ -25,6 +25,7 @@ from scheduler.api.kueue import (
 from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
 from scheduler.engine.config import EngineConfig
 from scheduler.engine.cycle import AdmissionCycle
+from scheduler.engine.node_failures import ReplacedPlacement, handle_node_failure
 from scheduler.engine.placement import PlacementBook
 from scheduler.engine.results import CycleResult, EvictedWorkload
 from scheduler.engine.workloads import (
@@ -395,24 +396,14 @@ class AdmissionEngine:
     # ------------------------------------------------------------------------------ feasibility
 
     def never_fits_reason(self, workload: Workload) -> str | None:
-        """Why ``workload`` could never be admitted, even on an empty cluster; None if it could.
-
-        Quota: its total request must be reachable through borrowing up the cohort (Kueue's
-        ``potentialAvailable``) in some flavor that suits its pods. Topology: a domain at the
-        required level must hold the gang when nothing else runs.
-        """
-        from scheduler.engine.flavors import Mode, assign_flavors
+        """Why ``workload`` could never be admitted, even on an empty cluster; None if it could
+        (``scheduler.engine.feasibility``)."""
+        from scheduler.engine.feasibility import never_fits_reason
 
         self._refresh()
-        info = workload_info(workload, priority=self.priority_of(workload), created=0.0, sequence=-1)
-        lq = self.model.local_queues.get(f"{info.namespace}/{info.local_queue}")
-        if lq is None:
-            return f"LocalQueue {info.local_queue!r} does not exist in namespace {info.namespace}"
-        cq = self.model.cluster_queues.get(lq.spec.cluster_queue)
-        if cq is None:
-            return f"ClusterQueue {lq.spec.cluster_queue!r} (of LocalQueue {info.local_queue}) does not exist"
-        assignment = assign_flavors(cq, info, self.model.flavors, None, empty=True)
-        if assignment.mode is not Mode.FIT:
-            return assignment.message()
-        placements, why = self.placements.place(cq, info, assignment, simulate_empty=True)
-        return None if placements is not None else why
+        return never_fits_reason(self, workload)
+
+    def node_failed(self, name: str, now: float) -> list[ReplacedPlacement | EvictedWorkload]:
+        """Node ``name`` failed: admitted gangs on it are re-placed or evicted (``node_failures``)."""
+        self._refresh()
+        return handle_node_failure(self, name, now)

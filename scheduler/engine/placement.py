@@ -158,6 +158,13 @@ class PlacementBook:
             self._failures.pop((flavor_name, key), None)
         return outcome
 
+    def replace_failed_node(self, flavor_name: str, placement: Any, node: str) -> GangPlacement | PlacementFailure:
+        """A placement with only ``node``'s pods moved (in the same domain), or why not."""
+        placer = self._placer(flavor_name)
+        if placer is None:
+            return _placement_failure()(f"Topology of ResourceFlavor {flavor_name} is not known", requeue=True)
+        return placer.replace_failed_node(placement, node)
+
     def gang_fit(self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment) -> VictimsGone:
         """The preemption search's placement check for ``workload`` (preemption.ExtraFit)."""
         if self._stale:
