@@ -1,0 +1,160 @@
+"""`trainyard bench controller`: TrainJobs from creation to JobSet created, through the real controllers.
+
+A ``LocalCluster`` (the sandbox API server on loopback) holds one ClusterQueue with room for
+every job, and trainyard's controller service runs against it over HTTP. The benchmark creates
+``--jobs`` TrainJobs at ``--rate`` per second, as a client would, and times each one from just
+before its create request to the moment the API server commits its JobSet (an in-process
+observer of the server's store, so the clock does not wait for any watch). Everything shares
+one event loop on one core: the latencies include the client's and the server's own work.
+
+Writes are counted from the server's request log, by what they touch: object writes (creates,
+updates, patches and deletes of Workloads, JobSets, PodGroups, TrainJobs...), status writes,
+Events and Lease renewals. The target is at most 4 object writes per admitted job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections import Counter
+from typing import Any
+
+from simulations.sandbox.apiserver import FakeApiServer
+from simulations.sandbox.apiserver.records import StoredEvent
+from trainyard.localcluster import LocalCluster, builtin_runtime
+
+NAMESPACE = "bench"
+KUEUE = "kueue.x-k8s.io/v1beta2"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, default=300, help="TrainJobs to create (default 300)")
+    parser.add_argument("--rate", type=float, default=50.0, help="TrainJobs created per second (default 50)")
+
+
+def queue_objects(namespace: str, *, cpu: int, cluster_queue: str = "bench") -> list[dict[str, Any]]:
+    """A namespace, the torch runtime, one flavor, one ClusterQueue of ``cpu`` CPUs and its LocalQueue."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        builtin_runtime(),
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        {
+            "apiVersion": KUEUE,
+            "kind": "ClusterQueue",
+            "metadata": {"name": cluster_queue},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": str(cpu)}]}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": namespace},
+            "spec": {"clusterQueue": cluster_queue},
+        },
+    ]
+
+
+def trainjob(name: str, namespace: str, *, nodes: int = 1, cpu: int = 1) -> dict[str, Any]:
+    """A suspended one-runtime TrainJob in LocalQueue ``lq``, as the mutating webhook leaves it."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": {"cpu": str(cpu)}}},
+            "suspend": True,
+        },
+    }
+
+
+def owner_name(document: dict[str, Any]) -> str | None:
+    for reference in (document.get("metadata") or {}).get("ownerReferences") or []:
+        if reference.get("controller"):
+            return str(reference.get("name"))
+    return None
+
+
+def write_counts(server: FakeApiServer) -> Counter[str]:
+    """The server's write requests so far, by what they touch."""
+    counts: Counter[str] = Counter()
+    for request in server.requests:
+        if request.method not in WRITE_METHODS:
+            continue
+        if "/leases" in request.path:
+            counts["lease"] += 1
+        elif "/events" in request.path:
+            counts["event"] += 1
+        elif request.path.endswith("/status"):
+            counts["status"] += 1
+        else:
+            counts["object"] += 1
+    return counts
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+async def measure(jobs: int, rate: float) -> dict[str, Any]:
+    created_at: dict[str, float] = {}
+    launched_at: dict[str, float] = {}
+    all_launched = asyncio.Event()
+
+    def observe(event: StoredEvent) -> None:
+        if event.rtype.kind == "JobSet" and event.type == "ADDED":
+            owner = owner_name(event.obj)
+            if owner is not None and owner not in launched_at:
+                launched_at[owner] = time.perf_counter()
+                if len(launched_at) >= jobs:
+                    all_launched.set()
+
+    async with LocalCluster(queue_objects(NAMESPACE, cpu=jobs + 1)) as cluster:
+        cluster.server.store.observers.append(observe)
+        replica = await cluster.start_controllers()
+        await replica.service.manager.leading.wait()
+        client = cluster.client
+        before = write_counts(cluster.server)
+        started = time.perf_counter()
+        for index in range(jobs):
+            due = started + index / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            name = f"job-{index:05d}"
+            created_at[name] = time.perf_counter()
+            await client.create(trainjob(name, NAMESPACE))
+        await asyncio.wait_for(all_launched.wait(), timeout=max(60.0, jobs / rate * 5))
+        wall = time.perf_counter() - started
+        after = write_counts(cluster.server)
+    writes = after - before
+    writes["object"] -= jobs  # the benchmark's own TrainJob creates
+    latencies = [(launched_at[name] - created_at[name]) * 1000.0 for name in created_at]
+    return {
+        "jobs": jobs,
+        "rate_per_s": rate,
+        "p50_ms": round(statistics.median(latencies), 2),
+        "p99_ms": round(percentile(latencies, 0.99), 2),
+        "max_ms": round(max(latencies), 2),
+        "writes_per_job": round(writes["object"] / jobs, 2),
+        "status_writes_per_job": round(writes["status"] / jobs, 2),
+        "event_writes_per_job": round(writes["event"] / jobs, 2),
+        "wall_seconds": round(wall, 2),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.jobs < 1 or args.rate <= 0:
+        raise SystemExit("--jobs must be at least 1 and --rate above 0")
+    return asyncio.run(measure(args.jobs, args.rate))
