@@ -228,7 +228,7 @@ def test_trainer_trainjob_rule_same_message(
 
 
 def runtime(**ml_policy: Any) -> dict[str, Any]:
-    document = yaml.safe_load((REPO / "manifests" / "runtimes" / "torch_distributed.yaml").read_text())
+    document: dict[str, Any] = yaml.safe_load((REPO / "manifests" / "runtimes" / "torch_distributed.yaml").read_text())
     document["metadata"]["name"] = "torch-distributed"
     document["spec"]["mlPolicy"] = ml_policy
     return document
