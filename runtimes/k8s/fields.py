@@ -67,10 +67,10 @@ class UnknownField:
 
 
 @cache
-def _known_names(model: type[BaseModel]) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
-    """(every accepted spelling, (attribute, wire name) of each declared field)."""
+def _known_names(model: type[BaseModel]) -> tuple[frozenset[str], dict[str, str]]:
+    """(every accepted spelling, attribute -> wire name of each declared field)."""
     spellings: set[str] = set(_UPSTREAM_FIELDS.get(model, frozenset()))
-    declared: list[tuple[str, str]] = []
+    declared: dict[str, str] = {}
     for name, info in model.model_fields.items():
         wire = info.alias or name
         spellings.update((name, wire))
@@ -78,11 +78,12 @@ def _known_names(model: type[BaseModel]) -> tuple[frozenset[str], tuple[tuple[st
             spellings.update(choice for choice in info.validation_alias.choices if isinstance(choice, str))
         elif isinstance(info.validation_alias, str):
             spellings.add(info.validation_alias)
-        declared.append((name, wire))
-    return frozenset(spellings), tuple(declared)
+        declared[name] = wire
+    return frozenset(spellings), declared
 
 
-def _suggest(name: str, known: Iterable[str]) -> str | None:
+@cache
+def _suggest(name: str, known: frozenset[str]) -> str | None:
     # camelCase wire names only: a snake_case attribute name is not what a person should write.
     candidates = [k for k in known if "_" not in k]
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
@@ -101,10 +102,13 @@ def _walk(value: Any, path: FieldPath, found: list[UnknownField]) -> None:
             for key in extra:
                 if key not in known:
                     found.append(UnknownField((*path, key), _suggest(key, known)))
-        fields_set = value.model_fields_set
-        for name, wire in declared:
-            if name in fields_set and wire not in _NOT_WALKED:
-                _walk(getattr(value, name), (*path, wire), found)
+        for name in value.model_fields_set:
+            wire = declared.get(name)
+            if wire is None or wire in _NOT_WALKED:
+                continue
+            child = getattr(value, name)
+            if isinstance(child, KubeModel | list | dict):
+                _walk(child, (*path, wire), found)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, KubeModel | list | dict):
