@@ -180,7 +180,7 @@ def test_controller_rbac_is_exactly_the_controllers_needs(installed: list[dict[s
         for resource in rule["resources"]
     }
     read = {"get", "list", "watch"}
-    assert granted[("trainer.kubeflow.org", "trainjobs")] == read | {"update"}
+    assert granted[("trainer.kubeflow.org", "trainjobs")] == read | {"update", "patch"}
     assert granted[("trainer.kubeflow.org", "trainjobs/status")] == {"update", "patch"}
     assert granted[("kueue.x-k8s.io", "workloads")] == read | {"create", "delete"}
     assert granted[("kueue.x-k8s.io", "workloads/status")] == {"update", "patch"}
