@@ -402,3 +402,22 @@ def test_trainyards_encoded_topology_assignment_is_kueues_format(crds: list[dict
     encoded = encode_topology_assignment(["kubernetes.io/hostname"], [(["node-1"], 1), (["node-2"], 1)])
     workload = _workload_with_admission(encoded)
     assert _validate(served[("kueue.x-k8s.io/v1beta2", "Workload")], workload) == []
+
+
+def _sdk_function() -> None:
+    print("hello")
+
+
+def test_the_trainjob_the_sdk_submits_validates(crds: list[dict[str, Any]]) -> None:
+    from runtimes.sdk import CustomTrainer, Runtime, RuntimeTrainer
+    from trainyard.sdk import KubernetesBackend, KubernetesBackendConfig
+
+    backend = KubernetesBackend(KubernetesBackendConfig(queue_name="team-a"))
+    try:
+        runtime = Runtime("torch-distributed", RuntimeTrainer("CustomTrainer", "torch"))
+        trainer = CustomTrainer(func=_sdk_function, num_nodes=2, resources_per_node={"gpu": 1, "cpu": 4})
+        manifest = backend.trainjob_manifest("a1b2c3d4e5f6", runtime, None, trainer)
+    finally:
+        backend.close()
+    served = served_versions(crds)
+    assert _validate(served[("trainer.kubeflow.org/v1alpha1", "TrainJob")], manifest) == []

@@ -19,10 +19,20 @@ import yaml
 from aiohttp import ClientSession, web
 from fakeapi.fixtures import FakeApi, fake_api
 
+from runtimes.sdk import DataType
 from runtimes.sdk import TrainerClient as RuntimesTrainerClient
 from runtimes.sdk.trainjobs import build_trainjob
 from scheduler.kube import KubeClient
-from trainyard.sdk import CustomTrainer, KubernetesBackend, KubernetesBackendConfig, TrainerClient
+from trainyard.sdk import (
+    BuiltinTrainer,
+    CustomTrainer,
+    HuggingFaceDatasetInitializer,
+    Initializer,
+    KubernetesBackend,
+    KubernetesBackendConfig,
+    TorchTuneConfig,
+    TrainerClient,
+)
 
 __all__ = ["fake_api"]
 
@@ -127,6 +137,22 @@ async def test_train_submits_build_trainjobs_manifest_with_the_queue(client: Tra
     command = stored["spec"]["trainer"]["command"]
     assert command[:2] == ["bash", "-c"]
     assert f"exec torchrun /tmp/trainyard/train_{name}.py" in command[2]
+
+
+async def test_builtin_trainer_submits_torchtune_overrides(client: TrainerClient, kube: KubeClient) -> None:
+    for document in yaml.safe_load_all((Path(__file__).parent / "fixtures_torchtune.yaml").read_text()):
+        await kube.create(document)
+    config = TorchTuneConfig(dtype=DataType.BF16, epochs=2, num_nodes=1)
+    initializer = Initializer(dataset=HuggingFaceDatasetInitializer(storage_uri="hf://tatsu-lab/alpaca/data"))
+    name = await call(
+        client.train, runtime="torchtune-llama3.2-1b", initializer=initializer, trainer=BuiltinTrainer(config)
+    )
+    stored = await kube.get("TrainJob", name, "default")
+    expected = build_trainjob(name, "torchtune-llama3.2-1b", "torchtune", BuiltinTrainer(config), initializer)
+    assert stored["spec"] == expected["spec"]
+    assert stored["spec"]["trainer"]["args"][:2] == ["dtype=bf16", "epochs=2"]
+    with pytest.raises(ValueError, match="needs a torchtune runtime"):
+        await call(client.train, runtime="torch-distributed", trainer=BuiltinTrainer(config))
 
 
 async def test_the_shipped_function_runs_from_the_trainer_command(
