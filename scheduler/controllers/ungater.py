@@ -110,6 +110,7 @@ class PodUngater:
         namespace, _, name = key.partition("/")
         pod = self.cache.get("Pod", name, namespace)
         if not is_gated(pod):
+            self.writes.forget("Pod", key)  # ungated (or gone): nothing of this pod is remembered
             return ReconcileResult()
         assert pod is not None
         if self.writes.stale("Pod", pod):
@@ -141,8 +142,11 @@ class PodUngater:
 
 
 def gated_pod_key(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[str]:
-    """A Pod change -> its key, while it carries the topology gate."""
-    return [object_key(new)] if new is not None and is_gated(new) else []
+    """A Pod change -> its key, while it carries the topology gate, and once more as it loses it."""
+    document = new if new is not None else old
+    if document is None or not (is_gated(new) or is_gated(old)):
+        return []
+    return [object_key(document)]
 
 
 def gated_pod_keys_of_workload(
