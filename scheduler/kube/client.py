@@ -190,7 +190,10 @@ class KubeClient:
                 )
             while True:
                 try:
-                    line = await asyncio.wait_for(response.content.readline(), inactivity_timeout)
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+                    # arrives as a line does, and the informer would never stop
+                    async with asyncio.timeout(inactivity_timeout):
+                        line = await response.content.readline()
                 except TimeoutError:
                     raise WatchInactive(f"no event on the {k.kind} watch for {inactivity_timeout:g}s") from None
                 if not line:

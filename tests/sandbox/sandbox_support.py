@@ -91,3 +91,79 @@ def jobset(name: str, namespace: str = "default") -> dict[str, Any]:
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"replicatedJobs": []},
     }
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "8",
+    pods: str = "110",
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    ready: bool = True,
+    unschedulable: bool = False,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": spec,
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "32Gi", "pods": pods},
+            "capacity": {"cpu": cpu, "memory": "32Gi", "pods": pods},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def replicated_job(
+    name: str,
+    *,
+    replicas: int = 1,
+    parallelism: int = 1,
+    cpu: str = "1",
+    annotations: dict[str, str] | None = None,
+    backoff_limit: int = 0,
+    **pod_spec: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "node", "image": "trainer", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    spec.update(pod_spec)
+    return {
+        "name": name,
+        "replicas": replicas,
+        "template": {
+            "spec": {
+                "parallelism": parallelism,
+                "completions": parallelism,
+                "backoffLimit": backoff_limit,
+                "completionMode": "Indexed",
+                "template": {"metadata": {"annotations": annotations or {}}, "spec": spec},
+            }
+        },
+    }
+
+
+def training_jobset(name: str, *replicated: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"replicatedJobs": list(replicated)}
+    body.update(spec)
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": body,
+    }
+
+
+def condition_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    for found in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if found.get("type") == kind:
+            return dict(found)
+    return None

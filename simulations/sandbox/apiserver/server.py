@@ -321,7 +321,8 @@ class FakeApiServer:
             if remaining is not None and remaining <= 0:
                 break
             try:
-                event = await asyncio.wait_for(subscription.queue.get(), remaining)
+                async with asyncio.timeout(remaining):  # not wait_for: it can swallow a cancellation on 3.11
+                    event = await subscription.queue.get()
             except TimeoutError:
                 break
             if event is None:
