@@ -23,8 +23,14 @@ from scheduler.api.topology_assignment import (
 Domains = list[tuple[list[str], int]]
 
 
-def _slice(count: int, values: list[dict[str, Any]], pods: dict[str, Any]) -> dict[str, Any]:
-    return {"domainCount": count, "valuesPerLevel": values, "podCounts": pods}
+def _slice(count: int, values: list[dict[str, Any]], pods: int | list[int] | None) -> dict[str, Any]:
+    """A slice in Kueue v1beta2's spelling: one pod count for every domain, or one per domain."""
+    slice_: dict[str, Any] = {"domainCount": count, "valuesPerLevel": values}
+    if isinstance(pods, int):
+        slice_["universalPodCount"] = pods
+    elif pods is not None:
+        slice_["podCounts"] = pods
+    return slice_
 
 
 # (id, levels, domains, v1beta2 form): Kueue encodes these exactly so and decodes them back.
@@ -34,7 +40,7 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
         "one domain is universal everywhere",
         ["a", "b"],
         [(["a1", "b1"], 1)],
-        {"levels": ["a", "b"], "slices": [_slice(1, [{"universal": "a1"}, {"universal": "b1"}], {"universal": 1})]},
+        {"levels": ["a", "b"], "slices": [_slice(1, [{"universalValue": "a1"}, {"universalValue": "b1"}], 1)]},
     ),
     (
         "same counts, common prefix per level",
@@ -46,10 +52,10 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
                 _slice(
                     2,
                     [
-                        {"individual": {"prefix": "a", "roots": ["1", "2"]}},
-                        {"individual": {"prefix": "b", "roots": ["1", "2"]}},
+                        {"prefix": "a", "roots": ["1", "2"]},
+                        {"prefix": "b", "roots": ["1", "2"]},
                     ],
-                    {"universal": 1},
+                    1,
                 )
             ],
         },
@@ -64,10 +70,10 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
                 _slice(
                     2,
                     [
-                        {"individual": {"prefix": "p.a", "suffix": ".s", "roots": ["1", "2"]}},
-                        {"individual": {"prefix": "p.b", "suffix": ".s", "roots": ["1", "2"]}},
+                        {"prefix": "p.a", "suffix": ".s", "roots": ["1", "2"]},
+                        {"prefix": "p.b", "suffix": ".s", "roots": ["1", "2"]},
                     ],
-                    {"individual": [1, 2]},
+                    [1, 2],
                 )
             ],
         },
@@ -78,7 +84,7 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
         [(["a1", "x"], 1), (["a1", "y"], 2)],
         {
             "levels": ["a", "b"],
-            "slices": [_slice(2, [{"universal": "a1"}, {"individual": {"roots": ["x", "y"]}}], {"individual": [1, 2]})],
+            "slices": [_slice(2, [{"universalValue": "a1"}, {"roots": ["x", "y"]}], [1, 2])],
         },
     ),
     (
@@ -87,7 +93,7 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
         [(["a123"], 1), (["a12"], 1), (["a1"], 1), (["a13"], 1)],
         {
             "levels": ["a"],
-            "slices": [_slice(4, [{"individual": {"prefix": "a1", "roots": ["23", "2", "", "3"]}}], {"universal": 1})],
+            "slices": [_slice(4, [{"prefix": "a1", "roots": ["23", "2", "", "3"]}], 1)],
         },
     ),
     (
@@ -96,7 +102,7 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
         [(["123b"], 1), (["23b"], 1), (["3b"], 1), (["13b"], 1)],
         {
             "levels": ["a"],
-            "slices": [_slice(4, [{"individual": {"suffix": "3b", "roots": ["12", "2", "", "1"]}}], {"universal": 1})],
+            "slices": [_slice(4, [{"suffix": "3b", "roots": ["12", "2", "", "1"]}], 1)],
         },
     ),
     (
@@ -105,9 +111,7 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
         [(["abacacada"], 1), (["abacada"], 1)],
         {
             "levels": ["a"],
-            "slices": [
-                _slice(2, [{"individual": {"prefix": "ab", "suffix": "acada", "roots": ["ac", ""]}}], {"universal": 1})
-            ],
+            "slices": [_slice(2, [{"prefix": "ab", "suffix": "acada", "roots": ["ac", ""]}], 1)],
         },
     ),
     (
@@ -116,7 +120,7 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
         [(["ababa"], 1), (["aba"], 1)],
         {
             "levels": ["a"],
-            "slices": [_slice(2, [{"individual": {"suffix": "aba", "roots": ["ab", ""]}}], {"universal": 1})],
+            "slices": [_slice(2, [{"suffix": "aba", "roots": ["ab", ""]}], 1)],
         },
     ),
     (
@@ -125,7 +129,7 @@ BOTH_WAYS: list[tuple[str, list[str], Domains, dict[str, Any]]] = [
         [(["aba"], 1), (["ababa"], 1)],
         {
             "levels": ["a"],
-            "slices": [_slice(2, [{"individual": {"suffix": "aba", "roots": ["", "ab"]}}], {"universal": 1})],
+            "slices": [_slice(2, [{"suffix": "aba", "roots": ["", "ab"]}], 1)],
         },
     ),
 ]
@@ -150,18 +154,18 @@ def test_decodes_several_slices_with_prefixes_suffixes_and_universal_values() ->
         "slices": [
             _slice(
                 2,
-                [{"universal": "a1"}, {"individual": {"prefix": "b", "suffix": "-s", "roots": ["1", "2"]}}],
-                {"individual": [2, 3]},
+                [{"universalValue": "a1"}, {"prefix": "b", "suffix": "-s", "roots": ["1", "2"]}],
+                [2, 3],
             ),
             _slice(
                 3,
                 [
-                    {"individual": {"prefix": "a", "roots": ["2", "3", "4"]}},
-                    {"individual": {"suffix": "-t", "roots": ["x", "y", "z"]}},
+                    {"prefix": "a", "roots": ["2", "3", "4"]},
+                    {"suffix": "-t", "roots": ["x", "y", "z"]},
                 ],
-                {"universal": 5},
+                5,
             ),
-            _slice(2, [{"universal": "a10"}, {"universal": "b10"}], {"universal": 10}),
+            _slice(2, [{"universalValue": "a10"}, {"universalValue": "b10"}], 10),
         ],
     }
     decoded = decode_topology_assignment(wire)
@@ -182,10 +186,8 @@ def test_documented_hostname_example_maps_pods_to_nodes() -> None:
     wire = {
         "levels": [HOSTNAME_LABEL],
         "slices": [
-            _slice(
-                4, [{"individual": {"prefix": "block-1-rack-1-node-", "roots": ["1", "2", "3", "4"]}}], {"universal": 1}
-            ),
-            _slice(2, [{"individual": {"prefix": "block-1-rack-2-node-", "roots": ["1", "2"]}}], {"universal": 1}),
+            _slice(4, [{"prefix": "block-1-rack-1-node-", "roots": ["1", "2", "3", "4"]}], 1),
+            _slice(2, [{"prefix": "block-1-rack-2-node-", "roots": ["1", "2"]}], 1),
         ],
     }
     nodes = decode_topology_assignment(wire).pod_nodes()
@@ -201,13 +203,11 @@ def test_documented_hostname_example_maps_pods_to_nodes() -> None:
                 6,
                 [
                     {
-                        "individual": {
-                            "prefix": "block-1-rack-",
-                            "roots": ["1-node-1", "1-node-2", "1-node-3", "1-node-4", "2-node-1", "2-node-2"],
-                        }
+                        "prefix": "block-1-rack-",
+                        "roots": ["1-node-1", "1-node-2", "1-node-3", "1-node-4", "2-node-1", "2-node-2"],
                     }
                 ],
-                {"universal": 1},
+                1,
             )
         ],
     }
@@ -249,20 +249,20 @@ def test_stored_levels_keep_only_the_hostname_when_it_is_the_lowest_level() -> N
     [
         ({"levels": []}, "levels"),
         (
-            {"levels": ["a"], "slices": [_slice(2, [{"universal": "x"}], {"individual": [1]})]},
-            r"slices\[0\].podCounts.individual",
+            {"levels": ["a"], "slices": [_slice(2, [{"universalValue": "x"}], [1])]},
+            r"slices\[0\].podCounts",
         ),
-        ({"levels": ["a"], "slices": [_slice(1, [], {"universal": 1})]}, r"slices\[0\].valuesPerLevel"),
+        ({"levels": ["a"], "slices": [_slice(1, [], 1)]}, r"slices\[0\].valuesPerLevel"),
         (
             {
                 "levels": ["a"],
-                "slices": [_slice(1, [{"universal": "x", "individual": {"roots": ["x"]}}], {"universal": 1})],
+                "slices": [_slice(1, [{"universalValue": "x", "roots": ["x"]}], 1)],
             },
             "exactly one",
         ),
-        ({"levels": ["a"], "slices": [_slice(2, [{"individual": {"roots": ["x"]}}], {"universal": 1})]}, "roots"),
-        ({"levels": ["a"], "slices": [_slice(0, [{"universal": "x"}], {"universal": 1})]}, "domainCount"),
-        ({"levels": ["a"], "slices": [_slice(1, [{"universal": "x"}], {})]}, "podCounts"),
+        ({"levels": ["a"], "slices": [_slice(2, [{"roots": ["x"]}], 1)]}, "roots"),
+        ({"levels": ["a"], "slices": [_slice(0, [{"universalValue": "x"}], 1)]}, "domainCount"),
+        ({"levels": ["a"], "slices": [_slice(1, [{"universalValue": "x"}], None)]}, "podCounts"),
         ({"levels": ["a"], "domains": [{"values": ["x", "y"], "count": 1}]}, r"domains\[0\].values"),
         ({"levels": ["a"], "domains": [{"values": ["x"], "count": -1}]}, r"domains\[0\].count"),
     ],
@@ -270,7 +270,7 @@ def test_stored_levels_keep_only_the_hostname_when_it_is_the_lowest_level() -> N
         "no levels",
         "short counts",
         "no level values",
-        "both universal and individual",
+        "both roots and universalValue",
         "short roots",
         "zero domains",
         "no counts",

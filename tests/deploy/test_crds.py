@@ -389,12 +389,6 @@ def test_the_workload_trainyard_writes_validates(crds: list[dict[str, Any]]) -> 
     assert _validate(served[("kueue.x-k8s.io/v1beta2", "Workload")], workload) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scheduler.api.topology_assignment encodes the KEP draft's nested form ({universal} / {individual: "
-    "{prefix, roots}}, podCounts {universal | individual}); Kueue v1beta2 stores universalValue / roots and "
-    "universalPodCount / podCounts, so Kueue's CRD would drop trainyard's assignment (reported to the lead)",
-)
 def test_trainyards_encoded_topology_assignment_is_kueues_format(crds: list[dict[str, Any]]) -> None:
     from scheduler.api.topology_assignment import encode_topology_assignment
 
