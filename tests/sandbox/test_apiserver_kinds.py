@@ -239,3 +239,23 @@ async def test_a_second_independent_client_reads_the_same_objects(fake_api: Fake
     assert mode == "Indexed"
     assert uid == fake_api.store.get(fake_api.server.type_of("batch/v1", "Job"), "default", "train")["metadata"]["uid"]
     assert isinstance(fake_api.server, FakeApiServer)
+
+
+async def test_scheduling_gates_can_only_be_removed(fake_api: FakeApi) -> None:
+    async with kube(fake_api) as kube_client:
+        await kube_client.create(pod("gated", schedulingGates=[{"name": "a"}]))
+        with pytest.raises(KubeApiError) as added:
+            await kube_client.patch(
+                "Pod", "gated", {"spec": {"schedulingGates": [{"name": "a"}, {"name": "b"}]}}, "default"
+            )
+        with pytest.raises(KubeApiError) as bound:
+            await kube_client.create(pod("placed", nodeName="n-1", schedulingGates=[{"name": "a"}]))
+        cleared = await kube_client.patch("Pod", "gated", {"spec": {"schedulingGates": None}}, "default")
+    assert added.value.status == 422
+    assert added.value.message == (
+        'Pod "gated" is invalid: spec.schedulingGates: Forbidden: only deletion is allowed, '
+        "but found new scheduling gate 'b'"
+    )
+    assert bound.value.status == 422
+    assert "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared" in bound.value.message
+    assert "schedulingGates" not in cleared["spec"]

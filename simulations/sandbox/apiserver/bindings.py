@@ -8,13 +8,13 @@ the Binding's annotations onto the pod, clears ``status.nominatedNodeName`` and 
 
 from __future__ import annotations
 
-import copy
 import datetime
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import ApiError
 from .kinds import ResourceType
+from .records import clone
 from .store import Store
 
 
@@ -44,7 +44,7 @@ def bind(
     bound_name = (body.get("metadata") or {}).get("name")
     if bound_name not in (None, "", name):
         raise ApiError.bad_request(f"the name of the Binding ({bound_name}) does not match the pod ({name})")
-    pod = copy.deepcopy(store.get(pods, namespace, name))
+    pod = clone(store.get(pods, namespace, name))
     spec = pod.setdefault("spec", {})
     if pod["metadata"].get("deletionTimestamp"):
         raise _conflict(name, f"pod {name} is being deleted, cannot be assigned to a host")

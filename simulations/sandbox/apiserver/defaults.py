@@ -6,6 +6,8 @@
   and labels the pod template with it (``batch.kubernetes.io/controller-uid``,
   ``batch.kubernetes.io/job-name`` and the legacy ``controller-uid``/``job-name``), as the Job
   registry strategy does; the Job's own labels default to its template's.
+- Pod: scheduling gates can only be removed after creation, and a pod cannot be created with
+  both a ``nodeName`` and gates (422, with the real server's messages).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from .errors import ApiError
 from .kinds import ResourceType
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -67,15 +70,33 @@ def _default_job(job: dict[str, Any]) -> None:
         metadata["labels"] = dict(template_metadata["labels"])
 
 
+def _gates(pod: dict[str, Any]) -> list[str]:
+    return [str(g.get("name")) for g in (pod.get("spec") or {}).get("schedulingGates") or [] if isinstance(g, dict)]
+
+
+def _invalid_pod(pod: dict[str, Any], field: str, why: str) -> ApiError:
+    name = pod["metadata"].get("name")
+    return ApiError(422, f'Pod "{name}" is invalid: {field}: Forbidden: {why}', reason="Invalid")
+
+
 def prepare_for_create(rtype: ResourceType, obj: dict[str, Any]) -> None:
     """Fill in what the server would on create; ``obj`` already has its uid and name."""
+    if _is(rtype, "", "Pod") and _gates(obj) and (obj.get("spec") or {}).get("nodeName"):
+        raise _invalid_pod(obj, "spec.nodeName", "cannot be set until all schedulingGates have been cleared")
     if _is(rtype, "", "Secret"):
         _merge_string_data(obj)
     elif _is(rtype, "batch", "Job"):
         _default_job(obj)
 
 
-def prepare_for_update(rtype: ResourceType, obj: dict[str, Any]) -> None:
-    """Fill in what the server would on update."""
+def prepare_for_update(rtype: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> None:
+    """Fill in what the server would on update, and refuse what it would."""
     if _is(rtype, "", "Secret"):
         _merge_string_data(obj)
+    elif _is(rtype, "", "Pod"):
+        before = set(_gates(old))
+        added = [gate for gate in _gates(obj) if gate not in before]
+        if added:
+            raise _invalid_pod(
+                obj, "spec.schedulingGates", f"only deletion is allowed, but found new scheduling gate '{added[0]}'"
+            )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 
 from .errors import ApiError
 from .kinds import ResourceType
-from .records import Key, StoredEvent
+from .records import Key, StoredEvent, clone
 
 TOKEN_VERSION = "meta.k8s.io/v1"
 
@@ -129,7 +128,7 @@ def page(
             if not count_remaining:
                 break
             continue
-        chosen.append(copy.deepcopy(obj))
+        chosen.append(clone(obj))
         last = key
     if not remaining or last is None:
         return ListPage(chosen, position.resource_version)

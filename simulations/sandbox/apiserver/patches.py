@@ -8,13 +8,13 @@ resources, as the real server refuses it there. Server-side apply is not served.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 
 from .errors import ApiError
 from .kinds import ResourceType
+from .records import clone
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -25,7 +25,7 @@ APPLY = "application/apply-patch+yaml"
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge key by key, ``null`` removes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:

@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from .kinds import ResourceType
 
 Key = tuple[str, str]  # (namespace or "", name)
+T = TypeVar("T")
+
+
+def _clone(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _clone(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clone(item) for item in value]
+    return value
+
+
+def clone(value: T) -> T:
+    """A deep copy of a JSON document (dicts, lists and scalars), several times faster than
+    ``copy.deepcopy``, which the store would otherwise spend most of its time in."""
+    return cast(T, _clone(value))
 
 
 @dataclass(frozen=True)

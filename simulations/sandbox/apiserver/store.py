@@ -8,7 +8,6 @@ after etcd compaction. All operations are synchronous, so each one is atomic on 
 
 from __future__ import annotations
 
-import copy
 import datetime
 import random
 import uuid
@@ -22,7 +21,7 @@ from .kinds import ResourceType
 from .ownership import BACKGROUND, FOREGROUND, ORPHAN, PROPAGATION_POLICIES, OwnerIndex, default_propagation
 from .paging import Continue, ListPage, decode_continue, expired_continue, page, snapshot
 from .patches import apply_patch
-from .records import Key, StoredEvent, Subscription
+from .records import Key, StoredEvent, Subscription, clone
 
 DEFAULT_HISTORY = 1000
 # the alphabet of generateName suffixes (apimachinery's utilrand: no vowels, no look-alike digits)
@@ -75,7 +74,7 @@ class Store:
         else:
             self._bucket(rtype)[key] = obj
         self.owners.track((rtype, key), old, None if event_type == "DELETED" else obj)
-        event = StoredEvent(self.resource_version, event_type, rtype, key[0], copy.deepcopy(obj), old)
+        event = StoredEvent(self.resource_version, event_type, rtype, key[0], clone(obj), old)
         self.history.append(event)
         while len(self.history) > self.history_limit:
             self.compacted_through = self.history.popleft().resource_version
@@ -84,7 +83,7 @@ class Store:
                 subscription.queue.put_nowait(event)
         for observe in self.observers:
             observe(event)
-        return copy.deepcopy(obj)
+        return clone(obj)
 
     def _stored(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         found = self._bucket(rtype).get((namespace or "", name))
@@ -100,7 +99,7 @@ class Store:
             raise ApiError.not_found("namespaces", namespace or "")
 
     def _envelope(self, rtype: ResourceType, body: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
-        obj = copy.deepcopy(dict(body))
+        obj = clone(dict(body))
         if obj.get("apiVersion", rtype.api_version) != rtype.api_version or obj.get("kind", rtype.kind) != rtype.kind:
             raise ApiError.bad_request(
                 f"the API version in the data ({obj.get('apiVersion')}) or kind ({obj.get('kind')}) does not "
@@ -159,7 +158,7 @@ class Store:
         return self._commit(rtype, key, "ADDED", obj, None)
 
     def get(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
-        return copy.deepcopy(self._stored(rtype, namespace, name))
+        return clone(self._stored(rtype, namespace, name))
 
     def items(self, rtype: ResourceType, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Stored objects of a type (not copies: read-only use), in name order."""
@@ -226,7 +225,7 @@ class Store:
             raise ApiError.conflict(rtype.plural, name, rtype.group)
         if status:
             # The status subresource changes status and nothing else.
-            updated = copy.deepcopy(stored)
+            updated = clone(stored)
             if "status" in obj:
                 updated["status"] = obj["status"]
             else:
@@ -242,19 +241,19 @@ class Store:
             if rtype.status_subresource:
                 # The main resource ignores status, as with the status subresource enabled.
                 if "status" in stored:
-                    updated["status"] = copy.deepcopy(stored["status"])
+                    updated["status"] = clone(stored["status"])
                 else:
                     updated.pop("status", None)
             if _spec_part(updated) != _spec_part(stored):
                 metadata["generation"] = int(kept.get("generation", 1)) + 1
-        prepare_for_update(rtype, updated)
+        prepare_for_update(rtype, updated, stored)
         if dry_run:
             return updated
         key = (namespace or "", name)
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
             policy = self.pending_propagation.pop(str(stored["metadata"].get("uid")), default_propagation(rtype))
             return self._remove(rtype, key, updated, stored, policy)
-        return self._commit(rtype, key, "MODIFIED", updated, copy.deepcopy(stored))
+        return self._commit(rtype, key, "MODIFIED", updated, clone(stored))
 
     def replace_stored(
         self, rtype: ResourceType, namespace: str | None, name: str, obj: Mapping[str, Any], *, dry_run: bool = False
@@ -263,8 +262,8 @@ class Store:
         (``pods/binding``); the caller has checked it."""
         stored = self._stored(rtype, namespace, name)
         if dry_run:
-            return copy.deepcopy(dict(obj))
-        return self._commit(rtype, (namespace or "", name), "MODIFIED", copy.deepcopy(dict(obj)), copy.deepcopy(stored))
+            return clone(dict(obj))
+        return self._commit(rtype, (namespace or "", name), "MODIFIED", clone(dict(obj)), clone(stored))
 
     def patch(
         self,
@@ -279,7 +278,7 @@ class Store:
     ) -> dict[str, Any]:
         if status and not rtype.status_subresource:
             raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
-        current = copy.deepcopy(self._stored(rtype, namespace, name))
+        current = clone(self._stored(rtype, namespace, name))
         patched = apply_patch(rtype, content_type, current, patch)
         return self.update(rtype, namespace, name, patched, status=status, dry_run=dry_run)
 
@@ -311,18 +310,18 @@ class Store:
                     reason="Conflict",
                 )
         if dry_run:
-            return copy.deepcopy(stored)
+            return clone(stored)
         return self._delete_stored(rtype, (namespace or "", name), propagation or default_propagation(rtype))
 
     def _delete_stored(self, rtype: ResourceType, key: Key, policy: str) -> dict[str, Any]:
         stored = self._bucket(rtype)[key]
-        obj = copy.deepcopy(stored)
+        obj = clone(stored)
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
                 obj["metadata"]["deletionTimestamp"] = _now()
                 obj["metadata"]["deletionGracePeriodSeconds"] = 0
                 self.pending_propagation[str(obj["metadata"].get("uid"))] = policy
-                return self._commit(rtype, key, "MODIFIED", obj, copy.deepcopy(stored))
+                return self._commit(rtype, key, "MODIFIED", obj, clone(stored))
             return obj
         if rtype.kind == "Namespace" and rtype.group == "":
             for other in list(self.objects):
@@ -330,7 +329,7 @@ class Store:
                     for contained_key in [k for k in self._bucket(other) if k[0] == key[1]]:
                         contained = self._bucket(other).get(contained_key)
                         if contained is not None:  # not collected already as a dependent of an earlier one
-                            self._remove(other, contained_key, copy.deepcopy(contained), contained, BACKGROUND)
+                            self._remove(other, contained_key, clone(contained), contained, BACKGROUND)
         if policy == FOREGROUND:
             # the real server keeps the owner (with a foregroundDeletion finalizer) until its dependents
             # are gone; here they go first, in one step, so the owner's DELETED comes last as there
@@ -341,7 +340,7 @@ class Store:
         self, rtype: ResourceType, key: Key, obj: dict[str, Any], stored: dict[str, Any], policy: str
     ) -> dict[str, Any]:
         """Commit a deletion, then let the garbage collector act on the object's dependents."""
-        removed = self._commit(rtype, key, "DELETED", obj, copy.deepcopy(stored))
+        removed = self._commit(rtype, key, "DELETED", obj, clone(stored))
         self._collect(str(obj["metadata"].get("uid", "")), policy)
         return removed
 
@@ -360,12 +359,12 @@ class Store:
             references = dependent["metadata"].get("ownerReferences") or []
             others = [r for r in references if str(r.get("uid")) != owner_uid]
             if policy == ORPHAN or any(self.owners.exists(str(r.get("uid"))) for r in others):
-                orphaned = copy.deepcopy(dependent)
+                orphaned = clone(dependent)
                 if others:
                     orphaned["metadata"]["ownerReferences"] = others
                 else:
                     orphaned["metadata"].pop("ownerReferences", None)
-                self._commit(rtype, key, "MODIFIED", orphaned, copy.deepcopy(dependent))
+                self._commit(rtype, key, "MODIFIED", orphaned, clone(dependent))
             else:
                 self.collected += 1
                 self._delete_stored(rtype, key, FOREGROUND if policy == FOREGROUND else BACKGROUND)
@@ -395,7 +394,7 @@ class Store:
                     "ADDED",
                     rtype,
                     obj["metadata"].get("namespace") or "",
-                    copy.deepcopy(obj),
+                    clone(obj),
                     None,
                 )
                 for obj in self.items(rtype, namespace)

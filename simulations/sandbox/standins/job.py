@@ -30,6 +30,8 @@ from .reconciler import Reconciler
 
 log = logging.getLogger(__name__)
 
+BATCH_SECONDS = 0.1
+
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 # how long a pod this controller created or deleted may stay unseen before it stops waiting for it
@@ -73,8 +75,12 @@ def compress_indexes(indexes: set[int]) -> str:
 class JobController(Reconciler):
     name = "job-standin"
 
-    def __init__(self, client: KubeClient, cache: ClusterCache, *, workers: int = 4) -> None:
+    def __init__(
+        self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
+    ) -> None:
         super().__init__(workers=workers)
+        # changes of children are gathered this long into one sync, as the real controllers batch pod updates
+        self.batch_seconds = batch_seconds
         self.client = client
         self.jobs = cache["Job"]
         self.pods = cache["Pod"]
@@ -109,7 +115,7 @@ class JobController(Reconciler):
             self._expected_deleted.get(uid, {}).pop(name, None)
         key = self._job_keys.get(uid)
         if key is not None:
-            self.queue.add(key)
+            self.queue.after(key, self.batch_seconds)
 
     def _pending(self, uid: str) -> float:
         """Seconds to wait for the cache to show this controller's own writes for a Job (0: none)."""

@@ -28,6 +28,8 @@ from .reconciler import Reconciler
 
 log = logging.getLogger(__name__)
 
+BATCH_SECONDS = 0.1
+
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
 REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -66,8 +68,12 @@ def _replicas(rjob: dict[str, Any]) -> int:
 class JobSetController(Reconciler):
     name = "jobset-standin"
 
-    def __init__(self, client: KubeClient, cache: ClusterCache, *, workers: int = 4) -> None:
+    def __init__(
+        self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
+    ) -> None:
         super().__init__(workers=workers)
+        # changes of children are gathered this long into one sync, as the real controllers batch pod updates
+        self.batch_seconds = batch_seconds
         self.client = client
         self.cache = cache
         self.jobsets = cache["JobSet"]
@@ -87,7 +93,7 @@ class JobSetController(Reconciler):
         assert obj is not None
         for reference in obj["metadata"].get("ownerReferences") or []:
             if reference.get("controller") and reference.get("kind") == "JobSet":
-                self.queue.add((obj["metadata"].get("namespace"), reference["name"]))
+                self.queue.after((obj["metadata"].get("namespace"), reference["name"]), self.batch_seconds)
 
     async def reconcile(self, key: Key) -> None:
         namespace, name = key
