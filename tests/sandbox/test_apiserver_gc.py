@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fakeapi.fixtures import FakeApi
 from sandbox_support import config_map, eventually, job, jobset, kube, owner_ref, pod
 
-from scheduler.kube import KubeApiError, KubeClient, WatchEvent
+from scheduler.kube import KubeApiError, KubeClient, WatchEvent, load_api_client
+from simulations.sandbox.apiserver import FakeApiServer
 
 
 async def _names(client: KubeClient, kind: str) -> set[str]:
@@ -130,3 +132,33 @@ async def test_an_unknown_propagation_policy_is_refused(fake_api: FakeApi) -> No
             await client.delete("ConfigMap", "cm", "default", propagation_policy="Sometimes")
     assert refused.value.status == 422
     assert "propagationPolicy" in refused.value.message
+
+
+async def test_dangling_dependents_are_collected_when_the_server_is_asked_to(tmp_path: Path) -> None:
+    async with FakeApiServer(collect_dangling=True) as server:
+        configuration = server.write_kubeconfig(tmp_path / "kubeconfig")
+        api_client = await load_api_client(configuration)
+        try:
+            client = KubeClient(api_client)
+            owner = await client.create(config_map("owner"))
+            kept = config_map("kept")
+            kept["metadata"]["ownerReferences"] = [owner_ref(owner)]
+            await client.create(kept)
+            dangling = config_map("dangling")
+            dangling["metadata"]["ownerReferences"] = [owner_ref(owner) | {"uid": "no-such-uid"}]
+            answer = await client.create(dangling)
+            assert answer["metadata"]["name"] == "dangling"  # the create itself succeeds, as on a real server
+            assert await _names(client, "ConfigMap") == {"owner", "kept"}
+        finally:
+            await api_client.close()
+    assert server.store.collected == 1
+
+
+async def test_made_up_owner_uids_are_kept_by_default(fake_api: FakeApi) -> None:
+    async with kube(fake_api) as client:
+        orphan = config_map("orphan")
+        orphan["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "made-up", "controller": True}
+        ]
+        await client.create(orphan)
+        assert await _names(client, "ConfigMap") == {"orphan"}

@@ -8,13 +8,12 @@ the Binding's annotations onto the pod, clears ``status.nominatedNodeName`` and 
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import ApiError
 from .kinds import ResourceType
-from .records import clone
+from .records import clone, timestamp
 from .store import Store
 
 
@@ -59,7 +58,7 @@ def bind(
     status = pod.setdefault("status", {})
     status.pop("nominatedNodeName", None)
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = timestamp()
     conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now})
     status["conditions"] = conditions
     # one write of the whole pod, spec and status together, as the registry's binding does

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -10,6 +11,11 @@ from .kinds import ResourceType
 
 Key = tuple[str, str]  # (namespace or "", name)
 T = TypeVar("T")
+
+
+def timestamp() -> str:
+    """Now, as metadata timestamps are written (RFC 3339, seconds, UTC)."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _clone(value: Any) -> Any:

@@ -73,12 +73,15 @@ class FakeApiServer:
         *,
         registry: Registry | None = None,
         history_limit: int = DEFAULT_HISTORY,
+        collect_dangling: bool = False,
         token: str | None = DEFAULT_TOKEN,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         self.registry = registry or Registry()
-        self.store = Store(history_limit)
+        # collect_dangling: objects created with owners that do not exist are deleted, as the real
+        # garbage collector does; off by default so tests may use made-up owner uids
+        self.store = Store(history_limit, collect_dangling=collect_dangling)
         self.faults = Faults(self.store)
         self.token = token
         self.host = host

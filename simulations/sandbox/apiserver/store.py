@@ -8,28 +8,24 @@ after etcd compaction. All operations are synchronous, so each one is atomic on 
 
 from __future__ import annotations
 
-import datetime
 import random
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from .collector import GarbageCollection
 from .defaults import prepare_for_create, prepare_for_update
 from .errors import ApiError
 from .kinds import ResourceType
-from .ownership import BACKGROUND, FOREGROUND, ORPHAN, PROPAGATION_POLICIES, OwnerIndex, default_propagation
+from .ownership import PROPAGATION_POLICIES, OwnerIndex, default_propagation
 from .paging import Continue, ListPage, decode_continue, expired_continue, page, snapshot
 from .patches import apply_patch
-from .records import Key, StoredEvent, Subscription, clone
+from .records import Key, StoredEvent, Subscription, clone, timestamp
 
 DEFAULT_HISTORY = 1000
 # the alphabet of generateName suffixes (apimachinery's utilrand: no vowels, no look-alike digits)
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -37,8 +33,8 @@ def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
-class Store:
-    def __init__(self, history_limit: int = DEFAULT_HISTORY) -> None:
+class Store(GarbageCollection):
+    def __init__(self, history_limit: int = DEFAULT_HISTORY, *, collect_dangling: bool = False) -> None:
         self.resource_version = 0
         self.objects: dict[ResourceType, dict[Key, dict[str, Any]]] = {}
         self.history: deque[StoredEvent] = deque()
@@ -53,6 +49,7 @@ class Store:
         # deletions waiting on finalizers: uid -> the propagation policy to apply once the object goes
         self.pending_propagation: dict[str, str] = {}
         self.collected = 0  # dependents the garbage collector deleted
+        self.collect_dangling = collect_dangling
 
     # -------------------------------------------------------------------------- internals
 
@@ -141,7 +138,7 @@ class Store:
         if key in self._bucket(rtype):
             raise ApiError.already_exists(rtype.plural, key[1], rtype.group)
         metadata["uid"] = str(uuid.uuid4())
-        metadata["creationTimestamp"] = _now()
+        metadata["creationTimestamp"] = timestamp()
         metadata["generation"] = 1
         prepare_for_create(rtype, obj)
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
@@ -155,7 +152,9 @@ class Store:
             metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = key[1]
         if dry_run:
             return obj
-        return self._commit(rtype, key, "ADDED", obj, None)
+        created = self._commit(rtype, key, "ADDED", obj, None)
+        self._collect_if_dangling(rtype, key, obj)
+        return created
 
     def get(self, rtype: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         return clone(self._stored(rtype, namespace, name))
@@ -312,62 +311,6 @@ class Store:
         if dry_run:
             return clone(stored)
         return self._delete_stored(rtype, (namespace or "", name), propagation or default_propagation(rtype))
-
-    def _delete_stored(self, rtype: ResourceType, key: Key, policy: str) -> dict[str, Any]:
-        stored = self._bucket(rtype)[key]
-        obj = clone(stored)
-        if obj["metadata"].get("finalizers"):
-            if not obj["metadata"].get("deletionTimestamp"):
-                obj["metadata"]["deletionTimestamp"] = _now()
-                obj["metadata"]["deletionGracePeriodSeconds"] = 0
-                self.pending_propagation[str(obj["metadata"].get("uid"))] = policy
-                return self._commit(rtype, key, "MODIFIED", obj, clone(stored))
-            return obj
-        if rtype.kind == "Namespace" and rtype.group == "":
-            for other in list(self.objects):
-                if other.namespaced:
-                    for contained_key in [k for k in self._bucket(other) if k[0] == key[1]]:
-                        contained = self._bucket(other).get(contained_key)
-                        if contained is not None:  # not collected already as a dependent of an earlier one
-                            self._remove(other, contained_key, clone(contained), contained, BACKGROUND)
-        if policy == FOREGROUND:
-            # the real server keeps the owner (with a foregroundDeletion finalizer) until its dependents
-            # are gone; here they go first, in one step, so the owner's DELETED comes last as there
-            self._collect(str(obj["metadata"].get("uid", "")), FOREGROUND)
-        return self._remove(rtype, key, obj, stored, policy)
-
-    def _remove(
-        self, rtype: ResourceType, key: Key, obj: dict[str, Any], stored: dict[str, Any], policy: str
-    ) -> dict[str, Any]:
-        """Commit a deletion, then let the garbage collector act on the object's dependents."""
-        removed = self._commit(rtype, key, "DELETED", obj, clone(stored))
-        self._collect(str(obj["metadata"].get("uid", "")), policy)
-        return removed
-
-    def _collect(self, owner_uid: str, policy: str) -> None:
-        """The garbage collector's work for a deleted owner: delete or orphan its dependents.
-
-        A dependent that still has another live owner only loses the reference to this one, as
-        the real collector does; ``Orphan`` removes the reference from every dependent.
-        """
-        if not owner_uid:
-            return
-        for rtype, key in self.owners.dependents_of(owner_uid):
-            dependent = self._bucket(rtype).get(key)
-            if dependent is None:
-                continue
-            references = dependent["metadata"].get("ownerReferences") or []
-            others = [r for r in references if str(r.get("uid")) != owner_uid]
-            if policy == ORPHAN or any(self.owners.exists(str(r.get("uid"))) for r in others):
-                orphaned = clone(dependent)
-                if others:
-                    orphaned["metadata"]["ownerReferences"] = others
-                else:
-                    orphaned["metadata"].pop("ownerReferences", None)
-                self._commit(rtype, key, "MODIFIED", orphaned, clone(dependent))
-            else:
-                self.collected += 1
-                self._delete_stored(rtype, key, FOREGROUND if policy == FOREGROUND else BACKGROUND)
 
     def _generated_name(self, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
         # the real server gives up after a few collisions with 409 AlreadyExists; so does this one
