@@ -73,7 +73,9 @@ async def test_serve_controller_admits_and_serves_kueue_metrics(fake_api: FakeAp
 
             async def metrics() -> str:
                 async with http.get(f"http://127.0.0.1:{port}/metrics") as answer:
-                    return await answer.text()
+                    text = await answer.text()
+                # the gauges are set at the end of the cycle, just after its writes
+                return text if 'kueue_admitted_active_workloads{cluster_queue="cq"} 1.0' in text else ""
 
             text = await eventually(metrics, timeout=30, what="/metrics")
             holder = await _holder(reader)
