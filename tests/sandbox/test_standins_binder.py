@@ -143,3 +143,10 @@ async def test_exit_codes_and_node_failure_fail_pods(cluster: tuple[KubeClient, 
     await client.patch("Node", "a-1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, status=True)
     lost = await eventually(lambda: _phase(client, "victim", "Failed"), what="the pod on the NotReady node to fail")
     assert lost["status"]["reason"] == "NodeNotReady"
+
+
+async def test_a_pod_on_a_node_that_does_not_exist_is_lost(cluster: tuple[KubeClient, Standins]) -> None:
+    client, _ = cluster
+    await client.create(workload("nowhere", nodeName="ghost"))
+    lost = await eventually(lambda: _phase(client, "nowhere", "Failed"), what="the pod on a missing node to fail")
+    assert lost["status"]["reason"] == "NodeLost"

@@ -98,6 +98,7 @@ class Binder(Reconciler):
             self.queue.add(key_of(new))
         elif new is None and old is not None:
             self.unschedulable.discard(key_of(old))
+            self.assumed.pop(key_of(old), None)
 
     def _add(self, node: str, usage: Usage, sign: int) -> None:
         total = self.usage.setdefault(node, {})

@@ -5,8 +5,9 @@ on a node run and finish. A Pending pod bound to a node becomes Running, with Re
 ``start_seconds`` after the runner first sees it bound; it then ends ``run_seconds`` later (the
 pod's annotation ``trainyard.io/sandbox-run-seconds``, else the runner's default) as Succeeded,
 or as Failed when its annotation ``trainyard.io/sandbox-exit-code`` is not 0. A pod whose node
-is NotReady or gone fails at once (reason NodeNotReady), as if the node lifecycle controller
-had evicted it. Each transition is one ``/status`` write; timings are kept in memory.
+is NotReady fails at once (reason NodeNotReady), as if the node lifecycle controller had
+evicted it; one whose node does not exist fails after a second's grace (reason NodeLost).
+Each transition is one ``/status`` write; timings are kept in memory.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 RUN_SECONDS_ANNOTATION = "trainyard.io/sandbox-run-seconds"
 EXIT_CODE_ANNOTATION = "trainyard.io/sandbox-exit-code"
 TERMINAL_PHASES = ("Succeeded", "Failed")
+NODE_GRACE_SECONDS = 1.0  # how long a pod may name a node the cache does not know before it is lost
 
 
 def _node_ready(node: dict[str, Any] | None) -> bool:
@@ -121,12 +123,17 @@ class PodRunner(Reconciler):
         if not node_name or phase in TERMINAL_PHASES:
             return
         loop_now = asyncio.get_running_loop().time()
+        since = self.bound_at.setdefault(pod_key, loop_now)
         node = self.nodes.get(None, str(node_name))
+        if node is None and loop_now - since < NODE_GRACE_SECONDS:
+            # a node this cache has not seen yet (its informer may be a moment behind the pods')
+            self.queue.after(pod_key, NODE_GRACE_SECONDS)
+            return
         if not _node_ready(node):
-            await self._finish(pod, 137, "NodeNotReady", f"node {node_name} is not ready")
+            why = f"node {node_name} is not ready" if node is not None else f"node {node_name} does not exist"
+            await self._finish(pod, 137, "NodeNotReady" if node is not None else "NodeLost", why)
             return
         if phase == "Pending":
-            since = self.bound_at.setdefault(pod_key, loop_now)
             wait = since + self.start_seconds - loop_now
             if wait > 0:
                 self.queue.after(pod_key, wait)
