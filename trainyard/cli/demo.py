@@ -33,6 +33,13 @@ def steps(quick: bool) -> list[tuple[str, list[str]]]:
             ["render", str(MANIFESTS / "samples" / "trainjobs" / "torch-2-nodes.yaml")],
         ),
     ]
+    if "cluster-demo" in COMMANDS:
+        tour.append(
+            (
+                "TrainJobs through trainyard's controllers on a sandbox API server: admission, preemption, completion",
+                ["cluster-demo"],
+            )
+        )
     if not quick and "simulate" in COMMANDS:
         tour.append(("A 1,024-node GPU cluster simulated over two thousand TrainJobs", ["simulate"]))
     return tour

@@ -33,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "kwok": ("trainyard.cli.kwok", "export a scenario for a real KWOK cluster (Nodes, Stages, Kueue objects, jobs)"),
     "serve": ("trainyard.cli.serve", "run the cluster services: the admission webhook (HTTPS)"),
     "queues": ("trainyard.cli.queues", "queue quota administration: list, pending, describe, set-quota, what-if"),
+    "cluster-demo": (
+        "trainyard.cli.tour",
+        "TrainJobs through trainyard's controllers on a sandbox API server, watched step by step",
+    ),
 }
 
 

@@ -1,0 +1,183 @@
+"""What `trainyard cluster-demo` sees of the cluster: Workloads, TrainJobs and Pods as the API server serves them.
+
+``ClusterWatch`` runs one informer (list, then watch) per kind over the tour's own client, as
+``kubectl get -w`` would, keeps the latest copy of each object, and records every change of a
+Workload's phase, so the tour can wait for a state and print the path each job took. Nothing
+here decides anything: every phase is read from the conditions the controllers wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from scheduler.controllers.conditions import find_condition
+from scheduler.kube import Informer, InformerSettings, KubeClient
+
+T = TypeVar("T")
+Key = tuple[str, str, str]  # kind, namespace, name
+
+
+class TourTimeout(Exception):
+    """An expected state was not reached in time; the message says which and what was seen."""
+
+
+def condition(document: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    return find_condition((document.get("status") or {}).get("conditions"), kind)
+
+
+def condition_is_true(document: Mapping[str, Any], kind: str) -> bool:
+    found = condition(document, kind)
+    return found is not None and found.get("status") == "True"
+
+
+def workload_phase(workload: Mapping[str, Any]) -> str:
+    """The phase `kubectl get workloads` would suggest, from Kueue's conditions."""
+    if condition_is_true(workload, "Finished"):
+        reason = (condition(workload, "Finished") or {}).get("reason", "")
+        return f"Finished ({reason})" if reason else "Finished"
+    if condition_is_true(workload, "Evicted"):
+        if condition_is_true(workload, "Preempted"):
+            return "Preempted"
+        return f"Evicted ({(condition(workload, 'Evicted') or {}).get('reason', '')})"
+    if condition_is_true(workload, "Admitted"):
+        return "Admitted"
+    if condition_is_true(workload, "QuotaReserved"):
+        return "QuotaReserved"
+    if condition(workload, "QuotaReserved") is not None:
+        return "Pending"
+    return "Created"
+
+
+def trainjob_phase(trainjob: Mapping[str, Any]) -> str:
+    for kind in ("Complete", "Failed"):
+        if condition_is_true(trainjob, kind):
+            return kind
+    if condition_is_true(trainjob, "Suspended") or (trainjob.get("spec") or {}).get("suspend"):
+        return "Suspended"
+    return "Running"
+
+
+def owner_name(document: Mapping[str, Any]) -> str | None:
+    for reference in (document.get("metadata") or {}).get("ownerReferences") or []:
+        if reference.get("controller"):
+            return str(reference.get("name"))
+    return None
+
+
+@dataclass
+class PhaseChange:
+    """One observed change: which object, the phase it reached, the seconds since the watch began."""
+
+    kind: str
+    key: str  # namespace/name
+    phase: str
+    at: float
+
+
+@dataclass
+class ClusterWatch:
+    client: KubeClient
+    settings: InformerSettings
+    kinds: tuple[str, ...] = ("Workload", "TrainJob", "Pod")
+    objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    changes: list[PhaseChange] = field(default_factory=list)
+    _phases: dict[Key, str] = field(default_factory=dict)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _informers: list[Informer] = field(default_factory=list)
+    _started: float = 0.0
+
+    # ------------------------------------------------------------------ the informers' sink
+
+    def apply(self, document: dict[str, Any]) -> None:
+        metadata = document.get("metadata") or {}
+        kind = str(document.get("kind", ""))
+        key = (kind, str(metadata.get("namespace") or ""), str(metadata.get("name", "")))
+        self.objects[key] = document
+        phase = {"Workload": workload_phase, "TrainJob": trainjob_phase}.get(kind)
+        if phase is not None:
+            now = phase(document)
+            if self._phases.get(key) != now:
+                self._phases[key] = now
+                loop_time = asyncio.get_running_loop().time()
+                self.changes.append(PhaseChange(kind, f"{key[1]}/{key[2]}", now, loop_time - self._started))
+        self._changed.set()
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        self.objects.pop((kind, namespace or "", name), None)
+        self._changed.set()
+
+    def mark_loaded(self) -> None:
+        self._changed.set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> ClusterWatch:
+        self._started = asyncio.get_running_loop().time()
+        for kind in self.kinds:
+            informer = Informer(self.client, kind, self, settings=self.settings)
+            self._informers.append(informer)
+            self._tasks.append(asyncio.create_task(informer.run(), name=f"cluster-demo-watch-{kind}"))
+        async with asyncio.timeout(10.0):
+            for informer in self._informers:
+                await informer.synced.wait()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    # ------------------------------------------------------------------ reading
+
+    def of_kind(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        return [
+            document
+            for (k, ns, _), document in sorted(self.objects.items())
+            if k == kind and (namespace is None or ns == namespace)
+        ]
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get((kind, namespace, name))
+
+    def workload_of(self, namespace: str, trainjob: str) -> dict[str, Any] | None:
+        """The Workload the queue controller created for a TrainJob (its controller owner)."""
+        for workload in self.of_kind("Workload", namespace):
+            if owner_name(workload) == trainjob:
+                return workload
+        return None
+
+    def path_of(self, namespace: str, trainjob: str) -> list[str]:
+        """Every phase the TrainJob's Workload went through, then the TrainJob's own end state."""
+        workload = self.workload_of(namespace, trainjob)
+        path: list[str] = []
+        if workload is not None:
+            key = f"{namespace}/{workload['metadata']['name']}"
+            path = [change.phase for change in self.changes if change.kind == "Workload" and change.key == key]
+        job = self.get("TrainJob", namespace, trainjob)
+        if job is not None and trainjob_phase(job) in ("Complete", "Failed"):
+            path.append(f"TrainJob {trainjob_phase(job)}")
+        return path
+
+    async def wait_for(self, check: Callable[[], T | None], *, timeout: float, what: str) -> T:
+        """The first truthy answer of ``check`` (re-asked on every change), or TourTimeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            self._changed.clear()
+            answer = check()
+            if answer:
+                return answer
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TourTimeout(f"timed out after {timeout:g}s waiting for {what}")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(remaining, 0.5)):
+                    await self._changed.wait()
