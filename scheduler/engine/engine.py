@@ -27,10 +27,10 @@ from scheduler.engine.config import EngineConfig
 from scheduler.engine.cycle import AdmissionCycle
 from scheduler.engine.node_failures import ReplacedPlacement, handle_node_failure
 from scheduler.engine.placement import PlacementBook
+from scheduler.engine.restore import restore_admission, restore_backoff
 from scheduler.engine.results import CycleResult, EvictedWorkload
 from scheduler.engine.workloads import (
     Admission,
-    PodSetAssignment,
     PodSetInfoCache,
     WorkloadInfo,
     WorkloadState,
@@ -157,55 +157,11 @@ class AdmissionEngine:
             info.state = WorkloadState.DEACTIVATED
             info.reason = "spec.active is false"
         elif status.admission is not None:
-            self._restore_admission(info, workload, now)
-        else:
+            restore_admission(self, info, workload, now)
+            self._arm_pods_ready_timer(info)
+        elif not restore_backoff(self, info, workload, now):
             self._route(info)
         return info.key
-
-    def _restore_admission(self, info: WorkloadInfo, workload: Workload, now: float) -> None:
-        assert workload.status.admission is not None
-        admission = workload.status.admission
-        cq = self.model.cluster_queues.get(admission.cluster_queue)
-        pod_sets: list[PodSetAssignment] = []
-        usage: dict[tuple[str, str], int] = {}
-        by_name = {p.name: p for p in info.pod_sets}
-        for assignment in admission.pod_set_assignments:
-            pod_set = by_name.get(assignment.name)
-            count = assignment.count if assignment.count is not None else (pod_set.count if pod_set else 0)
-            ps_usage: dict[tuple[str, str], int] = {}
-            if assignment.resource_usage:
-                for resource, quantity in assignment.resource_usage.items():
-                    flavor = assignment.flavors.get(resource)
-                    if flavor is not None:
-                        ps_usage[(flavor, resource)] = quantity.amount(resource)
-            elif pod_set is not None:
-                for resource, amount in pod_set.total(count).items():
-                    flavor = assignment.flavors.get(resource)
-                    if flavor is not None:
-                        ps_usage[(flavor, resource)] = amount
-            for fr, amount in ps_usage.items():
-                usage[fr] = usage.get(fr, 0) + amount
-            pod_sets.append(PodSetAssignment(assignment.name, count, dict(assignment.flavors), ps_usage))
-        info.cluster_queue = admission.cluster_queue
-        info.admission = Admission(admission.cluster_queue, pod_sets, usage)
-        reserved = workload.status.condition("QuotaReserved")
-        stamp = parse_timestamp(reserved.last_transition_time) if reserved else None
-        info.admitted_at = now if stamp is None else stamp
-        info.state = WorkloadState.ADMITTED
-        info.pods_ready = workload.status.is_true("PodsReady")
-        if cq is not None:
-            cq.admitted.add(info)
-            for fr, amount in usage.items():
-                cq.node.add_usage(fr, amount)
-            info.admission.borrowed = {fr: cq.node.borrowed(fr) for fr in usage if cq.node.borrowed(fr)}
-        else:
-            # Kueue keeps such a workload admitted (its pods run) but no ClusterQueue counts it.
-            info.reason = (
-                f"ClusterQueue {admission.cluster_queue!r} does not exist: this admission holds no quota; "
-                "create the ClusterQueue to count it"
-            )
-        self.placements.restore(info, workload)
-        self._arm_pods_ready_timer(info)
 
     def _route(self, workload: WorkloadInfo) -> None:
         """Put a pending workload in its ClusterQueue's queue, or hold it until that exists."""
@@ -351,12 +307,16 @@ class AdmissionEngine:
         delay = strategy.backoff(workload.requeue_count) if strategy is not None else 0.0
         if strategy is None or strategy.timestamp == "Eviction":
             workload.queue_order_time = now
-        workload.requeue_at = now + delay
+        self.hold_until(workload, now + delay, f"{message}; requeued after a backoff of {delay:g}s")
+        return EvictedWorkload(workload.key, reason, message, workload.requeue_at)
+
+    def hold_until(self, workload: WorkloadInfo, when: float, reason: str) -> None:
+        """Pending but out of every queue until ``when`` (a requeue backoff), then routed."""
+        workload.requeue_at = when
         workload.state = WorkloadState.PENDING
         workload.cluster_queue = None
-        workload.reason = f"{message}; requeued after a backoff of {delay:g}s"
-        heapq.heappush(self._timers, (workload.requeue_at, next(self._sequence), "requeue", workload.key))
-        return EvictedWorkload(workload.key, reason, message, workload.requeue_at)
+        workload.reason = reason
+        heapq.heappush(self._timers, (when, next(self._sequence), "requeue", workload.key))
 
     def _arm_pods_ready_timer(self, workload: WorkloadInfo) -> None:
         wait = self.config.wait_for_pods_ready

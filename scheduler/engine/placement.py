@@ -12,9 +12,9 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from runtimes.k8s.core import Node
-from scheduler.api.kueue import Workload
 
 if TYPE_CHECKING:
+    from scheduler.api.kueue import Admission as AdmissionStatus
     from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
     from scheduler.engine.flavors import Assignment
     from scheduler.engine.workloads import Admission, PodSetInfo, WorkloadInfo
@@ -93,7 +93,7 @@ class PlacementBook:
         for flavor_name, placement in self._reserved.values():
             placer = self._placers.get(flavor_name)
             if placer is not None:
-                placer.reserve(placement)
+                _hold(placer, placement)
 
     def is_topology_flavor(self, flavor_name: str) -> bool:
         return flavor_name in self._topology_flavors()
@@ -233,13 +233,41 @@ class PlacementBook:
             if placer is not None:
                 placer.release(placement)
 
-    def restore(self, info: WorkloadInfo, workload: Workload) -> None:
+    def restore(self, info: WorkloadInfo, admission: AdmissionStatus) -> list[str]:
         """A workload admitted before the engine started: its pods already hold their nodes.
 
-        The placement recorded in ``status.admission`` is Kueue's compressed topology assignment,
-        which names domains but not pod indexes; capacity is re-derived from running pods by the
-        controllers, so nothing is reserved here.
+        The nodes come from ``status.admission``'s topologyAssignments (``scheduler.engine.
+        restore``) and are reserved as the engine's own placements are, so finishing or evicting
+        the workload frees them and ``node_failed`` can move its pods. Returns notes on pods that
+        could not be restored (their node is gone, the assignment is unreadable...).
         """
+        from scheduler.engine.restore import restored_placements
+
+        if info.admission is None:
+            return []
+        pod_sets = {p.name: p for p in info.pod_sets}
+        placements, notes = restored_placements(
+            admission, pod_sets, self._placer, self.is_topology_flavor, self.model.nodes
+        )
+        info.admission.placements = placements
+        for flavor_name, placement in placements.items():
+            self._reserved[id(placement)] = (flavor_name, placement)
+            placer = self._placers.get(flavor_name) if not self._stale else None
+            if placer is not None and not _hold(placer, placement):
+                notes.append(f"its pods on flavor {flavor_name} overcommit their nodes; they keep them all the same")
+        return notes
+
+
+def _hold(placer: TopologyPlacer, placement: GangPlacement) -> bool:
+    """Reserve ``placement``; one that would overcommit its nodes (a restored gang whose nodes
+    shrank, or that shares them with another) is taken all the same, since its pods run there.
+    False when it overcommits."""
+    try:
+        placer.reserve(placement)
+    except ValueError:
+        placer.shift_usage([placement], 1)
+        return False
+    return True
 
 
 class VictimsGone:
