@@ -151,7 +151,7 @@ def restored_placements(
             placed = _pod_set_placement(placer, assignment.name, pod_set.template, decoded, live_nodes, notes)
             if placed is not None:
                 by_flavor.setdefault(flavor, []).append(placed)
-    placements = {flavor: GangPlacement(flavor, tuple(pod_sets)) for flavor, pod_sets in by_flavor.items()}
+    placements = {flavor: GangPlacement(flavor, tuple(placed)) for flavor, placed in by_flavor.items()}
     return placements, notes
 
 
