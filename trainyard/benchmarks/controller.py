@@ -19,11 +19,11 @@ import asyncio
 import statistics
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from simulations.sandbox.apiserver import FakeApiServer
-from simulations.sandbox.apiserver.records import StoredEvent
-from trainyard.localcluster import LocalCluster, builtin_runtime
+if TYPE_CHECKING:  # the harness pulls in aiohttp and kubernetes-asyncio: only when a benchmark runs
+    from simulations.sandbox.apiserver import FakeApiServer
+    from simulations.sandbox.apiserver.records import StoredEvent
 
 NAMESPACE = "bench"
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -37,6 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def queue_objects(namespace: str, *, cpu: int, cluster_queue: str = "bench") -> list[dict[str, Any]]:
     """A namespace, the torch runtime, one flavor, one ClusterQueue of ``cpu`` CPUs and its LocalQueue."""
+    from trainyard.localcluster import builtin_runtime
+
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         builtin_runtime(),
@@ -108,6 +110,8 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 async def measure(jobs: int, rate: float) -> dict[str, Any]:
+    from trainyard.localcluster import LocalCluster
+
     created_at: dict[str, float] = {}
     launched_at: dict[str, float] = {}
     all_launched = asyncio.Event()

@@ -10,7 +10,11 @@ from typing import Any, Protocol
 
 # name -> (module under trainyard.benchmarks, summary)
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "controller": ("trainyard.benchmarks.controller", "TrainJobs from creation to JobSet created through the controllers"),
+    "chaos": ("trainyard.benchmarks.chaos", "TrainJobs through API faults and controller kills, then an audit"),
+    "controller": (
+        "trainyard.benchmarks.controller",
+        "TrainJobs from creation to JobSet created through the controllers",
+    ),
     "simulation": ("trainyard.benchmarks.simulation", "100,000 TrainJobs on 10,000 simulated 8-GPU nodes"),
     "admission": ("trainyard.benchmarks.admission", "Kueue's scheduler performance scenarios through the engine"),
     "placement": (

@@ -1,0 +1,270 @@
+"""`trainyard bench chaos`: TrainJobs through the controllers while the API server misbehaves and
+the controller is killed, then an audit of what the API server recorded.
+
+A ``LocalCluster`` holds two ClusterQueues sharing a cohort (borrowing, reclaim and priority
+preemption all allowed). TrainJobs of two priorities arrive at ``--rate`` per second while:
+
+- the API server answers a share ``--fault-rate`` of requests with a fault: 409 on writes,
+  429 with Retry-After, 500/503, an expired history (410 for every resuming watch), or cut
+  watch connections (``simulations.sandbox.apiserver.Faults.random``);
+- the controller replica is killed (cancelled wherever it is awaiting) and a fresh one, with a
+  new cache and a new engine, started every ``--restart-every`` seconds.
+
+A JobSet stand-in (an observer of the server's store) completes each JobSet after a short
+run. After the last arrival the faults go on for a while, then stop, and the benchmark waits
+until every Workload has finished. The audit reads every committed write in order, from the
+server's store itself (not through any watch, so faults cannot hide a write from it):
+
+- ``lost``: TrainJobs whose Workload never finished;
+- ``double_admitted``: a Workload given an admission while it already held one or after it
+  finished, or a TrainJob with two JobSets at once;
+- ``quota_violations``: committed writes after which the admitted usage of a ClusterQueue or
+  of the cohort exceeded what the queues allow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from runtimes.k8s.quantity import Quantity
+from trainyard.benchmarks.controller import owner_name, queue_objects, trainjob
+
+if TYPE_CHECKING:  # the harness pulls in aiohttp and kubernetes-asyncio: only when a benchmark runs
+    from simulations.sandbox.apiserver import FakeApiServer
+    from simulations.sandbox.apiserver.records import StoredEvent
+
+NAMESPACE = "chaos"
+KUEUE = "kueue.x-k8s.io/v1beta2"
+QUEUES = ("team-a", "team-b")
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, default=1000, help="TrainJobs to submit (default 1,000)")
+    parser.add_argument("--rate", type=float, default=100.0, help="TrainJobs submitted per second (default 100)")
+    parser.add_argument("--fault-rate", type=float, default=0.03, help="share of requests that meet a fault")
+    parser.add_argument("--restart-every", type=float, default=3.0, help="seconds between controller kills")
+    parser.add_argument("--cpu-per-queue", type=int, default=24, help="each ClusterQueue's nominal CPU quota")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--settle-timeout", type=float, default=600.0, help="seconds to wait for every job")
+
+
+def chaos_objects(cpu_per_queue: int) -> list[dict[str, Any]]:
+    """Two ClusterQueues in one cohort, each with its LocalQueue, and two priority classes."""
+    objects = queue_objects(NAMESPACE, cpu=cpu_per_queue, cluster_queue=QUEUES[0])[:3]
+    for name in QUEUES:
+        cluster_queue = queue_objects(NAMESPACE, cpu=cpu_per_queue, cluster_queue=name)[3]
+        cluster_queue["spec"]["cohortName"] = "all"
+        cluster_queue["spec"]["preemption"] = {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "Any",
+        }
+        objects.append(cluster_queue)
+        objects.append(
+            {
+                "apiVersion": KUEUE,
+                "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"clusterQueue": name},
+            }
+        )
+    for name, value in (("low", 10), ("high", 1000)):
+        objects.append(
+            {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+        )
+    return objects
+
+
+def chaos_trainjob(index: int, rng: random.Random) -> dict[str, Any]:
+    document = trainjob(f"job-{index:05d}", NAMESPACE, nodes=rng.choice((1, 1, 2)), cpu=rng.choice((1, 2, 4)))
+    labels = document["metadata"]["labels"]
+    labels["kueue.x-k8s.io/queue-name"] = rng.choice(QUEUES)
+    labels["kueue.x-k8s.io/priority-class"] = rng.choice(("low", "low", "low", "high"))
+    return document
+
+
+def admitted_cpu(workload: dict[str, Any]) -> tuple[str, int] | None:
+    """The ClusterQueue and milli-CPU a Workload's committed admission holds, or None."""
+    admission = (workload.get("status") or {}).get("admission")
+    if not admission:
+        return None
+    total = 0
+    for assignment in admission.get("podSetAssignments") or []:
+        usage = (assignment.get("resourceUsage") or {}).get("cpu")
+        if usage is not None:
+            total += Quantity(str(usage)).amount("cpu")
+    return str(admission.get("clusterQueue")), total
+
+
+def finished(workload: dict[str, Any]) -> bool:
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
+
+
+@dataclass
+class Audit:
+    """Every committed write, in order: admissions, JobSets and quota at each step."""
+
+    limit_milli: int  # per ClusterQueue: its nominal plus what it may borrow (the rest of the cohort)
+    cohort_milli: int
+    holding: dict[str, tuple[str, int]] = field(default_factory=dict)  # workload -> (queue, milli-cpu)
+    usage: Counter[str] = field(default_factory=Counter)
+    finished: set[str] = field(default_factory=set)
+    workload_of: dict[str, str] = field(default_factory=dict)  # trainjob -> workload
+    jobsets: Counter[str] = field(default_factory=Counter)  # trainjob -> live JobSets
+    double_admitted: set[str] = field(default_factory=set)
+    quota_violations: int = 0
+    admissions: int = 0
+
+    def observe(self, event: StoredEvent) -> None:
+        kind = event.rtype.kind
+        if kind == "Workload":
+            self._workload(event)
+        elif kind == "JobSet":
+            owner = owner_name(event.obj)
+            if owner is None:
+                return
+            if event.type == "ADDED":
+                self.jobsets[owner] += 1
+                if self.jobsets[owner] > 1:
+                    self.double_admitted.add(f"trainjob {owner}: two JobSets at once")
+            elif event.type == "DELETED":
+                self.jobsets[owner] -= 1
+
+    def _workload(self, event: StoredEvent) -> None:
+        name = str(event.obj["metadata"]["name"])
+        owner = owner_name(event.obj)
+        if owner is not None:
+            self.workload_of[owner] = name
+        # A finished Workload keeps its admission (as Kueue's do) but no longer holds quota.
+        now = None if event.type == "DELETED" or finished(event.obj) else admitted_cpu(event.obj)
+        before = self.holding.get(name)
+        if now is not None and before is None:
+            self.admissions += 1
+            if name in self.finished:
+                self.double_admitted.add(f"workload {name}: admitted after it finished")
+        if now is not None and before is not None and now != before:
+            self.double_admitted.add(f"workload {name}: a second admission without an eviction between")
+        if before is not None:
+            self.usage[before[0]] -= before[1]
+            del self.holding[name]
+        if now is not None:
+            self.holding[name] = now
+            self.usage[now[0]] += now[1]
+        if event.type != "DELETED" and finished(event.obj):
+            self.finished.add(name)
+        if any(used > self.limit_milli for used in self.usage.values()) or sum(self.usage.values()) > self.cohort_milli:
+            self.quota_violations += 1
+
+
+class JobSetFinisher:
+    """Stands in for the JobSet controller: each new JobSet reports Completed after a short run."""
+
+    def __init__(self, server: FakeApiServer, rng: random.Random) -> None:
+        self.server = server
+        self.rng = rng
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def observe(self, event: StoredEvent) -> None:
+        if event.rtype.kind == "JobSet" and event.type == "ADDED":
+            metadata = event.obj["metadata"]
+            task = asyncio.get_running_loop().create_task(
+                self._complete(event.rtype, metadata["namespace"], metadata["name"], metadata["uid"])
+            )
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _complete(self, rtype: Any, namespace: str, name: str, uid: str) -> None:
+        await asyncio.sleep(self.rng.uniform(0.1, 0.6))
+        store = self.server.store
+        try:
+            current = store.get(rtype, namespace, name)
+        except Exception:  # deleted meanwhile (the job was evicted): nothing ran to completion
+            return
+        if current["metadata"].get("uid") != uid:
+            return
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        condition = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "lastTransitionTime": stamp}
+        store.patch(rtype, namespace, name, MERGE_PATCH, {"status": {"conditions": [condition]}}, status=True)
+
+    async def stop(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from scheduler.kube import with_retries
+    from trainyard.localcluster import LocalCluster
+
+    rng = random.Random(args.seed)
+    audit = Audit(limit_milli=2 * args.cpu_per_queue * 1000, cohort_milli=2 * args.cpu_per_queue * 1000)
+    restarts = 0
+    started = time.perf_counter()
+    async with LocalCluster(chaos_objects(args.cpu_per_queue)) as cluster:
+        finisher = JobSetFinisher(cluster.server, random.Random(args.seed + 1))
+        cluster.server.store.observers.extend([audit.observe, finisher.observe])
+        replica = await cluster.start_controllers()
+        cluster.server.faults.random(args.fault_rate, seed=args.seed)
+        stop_killing = asyncio.Event()
+
+        async def killer() -> None:
+            nonlocal replica, restarts
+            while not stop_killing.is_set():
+                pause = rng.uniform(0.5, 1.5) * args.restart_every
+                try:
+                    await asyncio.wait_for(stop_killing.wait(), pause)
+                    return
+                except TimeoutError:
+                    replica = await cluster.restart(replica)
+                restarts += 1
+
+        killing = asyncio.create_task(killer())
+        client = cluster.client
+        names: list[str] = []
+        try:
+            for index in range(args.jobs):
+                due = started + index / args.rate
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                document = chaos_trainjob(index, rng)
+                names.append(document["metadata"]["name"])
+                await with_retries(functools.partial(client.create, document), attempts=20, what="create TrainJob")
+            await asyncio.sleep(min(args.restart_every * 2, 10.0))  # chaos goes on a while after the last arrival
+        finally:
+            stop_killing.set()
+            await killing
+        cluster.server.faults.calm()
+        deadline = time.perf_counter() + args.settle_timeout
+        while time.perf_counter() < deadline:
+            if all(audit.workload_of.get(n) in audit.finished for n in names):
+                break
+            await asyncio.sleep(0.25)
+        await finisher.stop()
+        injected = sum(cluster.server.faults.injected.values())
+    lost = [n for n in names if audit.workload_of.get(n) not in audit.finished]
+    return {
+        "jobs": args.jobs,
+        "lost": len(lost),
+        "double_admitted": len(audit.double_admitted),
+        "quota_violations": audit.quota_violations,
+        "controller_restarts": restarts,
+        "faults_injected": injected,
+        "admissions": audit.admissions,
+        "wall_seconds": round(time.perf_counter() - started, 2),
+        "examples": sorted(audit.double_admitted)[:5] + lost[:5],
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.jobs < 1 or args.rate <= 0 or not 0 <= args.fault_rate < 1:
+        raise SystemExit("--jobs must be at least 1, --rate above 0 and --fault-rate in [0, 1)")
+    return asyncio.run(measure(args))
