@@ -203,6 +203,13 @@ async def _serve(args: argparse.Namespace) -> int:
         controllers = (
             await Controllers.connect(args, server.metrics.registry) if args.service is None and from_cluster else None
         )
+        if controllers is not None:
+            # Kueue's visibility API from the engine that admits, behind TokenReview of the caller's token.
+            from webhooks.visibility import VISIBILITY_KEY, VisibilityService, token_review
+
+            server.app[VISIBILITY_KEY] = VisibilityService(
+                controllers.service.queue.queue, token_review(controllers.api_client)
+            )
         if args.service is None and not from_cluster:
             print(
                 "trainyard serve: no cluster (--kubeconfig PATH, or a Pod): the controllers do not run, "
