@@ -7,7 +7,6 @@ KWOK stages drive pods). ``Standins`` runs all four on one client.
 """
 
 from .binder import Binder
-from .cache import ClusterCache, Mirror
 from .job import COMPLETION_INDEX, JobController
 from .jobset import JobSetController
 from .runner import EXIT_CODE_ANNOTATION, RUN_SECONDS_ANNOTATION, PodRunner
@@ -18,10 +17,8 @@ __all__ = [
     "EXIT_CODE_ANNOTATION",
     "RUN_SECONDS_ANNOTATION",
     "Binder",
-    "ClusterCache",
     "JobController",
     "JobSetController",
-    "Mirror",
     "PodRunner",
     "Standins",
     "fast_informers",

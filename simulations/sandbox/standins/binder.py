@@ -23,11 +23,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from runtimes.k8s.core import SCHEDULING_TAINT_EFFECTS, Node, NodeSelectorTerm, PodSpec, pod_requests
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 
-from .cache import ClusterCache, Key, key_of
 from .conditions import now_text, set_condition
-from .reconciler import Reconciler
+from .keys import object_key, reconciled, split_key, standin_queue
 
 log = logging.getLogger(__name__)
 
@@ -66,21 +67,24 @@ def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
     return all(r.matches(labels) for r in term.match_expressions) and all(r.matches(fields) for r in term.match_fields)
 
 
-class Binder(Reconciler):
+class Binder:
+    """A ``scheduler.controllers`` reconciler of pod keys; ``queue`` is the one its controller works."""
+
     name = "binder-standin"
 
     def __init__(self, client: KubeClient, cache: ClusterCache, *, workers: int = 1) -> None:
         # one worker: binding decisions read and update the same usage, so they go one at a time
-        super().__init__(workers=workers)
+        self.workers = workers
+        self.queue = standin_queue(self.name)
         self.client = client
-        self.pods = cache["Pod"]
+        self.cache = cache
         self.nodes: dict[str, Node] = {}
         self.usage: dict[str, Usage] = {}  # node -> requests of the pods on it, as the cache shows them
-        self.assumed: dict[Key, tuple[str, Usage]] = {}  # bound by this binder, not yet seen bound
-        self.unschedulable: set[Key] = set()
+        self.assumed: dict[str, tuple[str, Usage]] = {}  # bound by this binder, not yet seen bound
+        self.unschedulable: set[str] = set()
         self.bound = 0
-        cache.listen("Pod", self._pod_changed)
-        cache.listen("Node", self._node_changed)
+        cache.on_change("Pod", self._pod_changed)
+        cache.on_change("Node", self._node_changed)
 
     # --------------------------------------------------------------------------- indexes
 
@@ -91,14 +95,14 @@ class Binder(Reconciler):
                 with contextlib.suppress(ValidationError):
                     self._add(str(pod["spec"]["nodeName"]), _requests(pod), sign)
         if new is not None and new["spec"].get("nodeName"):
-            self.assumed.pop(key_of(new), None)
+            self.assumed.pop(object_key(new), None)
         if old is not None and _holds_resources(old) and not _holds_resources(new):
             self._retry_unschedulable()  # room was freed
         if new is not None and _wants_binding(new):
-            self.queue.add(key_of(new))
+            self.queue.add(object_key(new))
         elif new is None and old is not None:
-            self.unschedulable.discard(key_of(old))
-            self.assumed.pop(key_of(old), None)
+            self.unschedulable.discard(object_key(old))
+            self.assumed.pop(object_key(old), None)
 
     def _add(self, node: str, usage: Usage, sign: int) -> None:
         total = self.usage.setdefault(node, {})
@@ -123,11 +127,14 @@ class Binder(Reconciler):
 
     # --------------------------------------------------------------------------- binding
 
-    async def reconcile(self, key: Key) -> None:
-        namespace, name = key
-        pod = self.pods.get(namespace, name)
-        if pod is None or not _wants_binding(pod) or (namespace, name) in self.assumed:
-            self.unschedulable.discard((namespace, name))
+    async def reconcile(self, key: str) -> ReconcileResult:
+        return await reconciled(self._reconcile(key))
+
+    async def _reconcile(self, key: str) -> None:
+        namespace, name = split_key(key)
+        pod = self.cache.get("Pod", name, namespace)
+        if pod is None or not _wants_binding(pod) or key in self.assumed:
+            self.unschedulable.discard(key)
             return
         try:
             spec = PodSpec.model_validate(pod.get("spec") or {})
@@ -142,7 +149,7 @@ class Binder(Reconciler):
                 await self._bind(pod, node_name, wanted)
                 return
             reasons[why] += 1
-        self.unschedulable.add((namespace, name))
+        self.unschedulable.add(key)
         await self._report_unschedulable(pod, reasons)
 
     def _misfit(self, spec: PodSpec, wanted: Usage, node: Node) -> str | None:
@@ -178,10 +185,11 @@ class Binder(Reconciler):
         return None
 
     async def _bind(self, pod: dict[str, Any], node: str, wanted: Usage) -> None:
-        key = key_of(pod)
+        key = object_key(pod)
+        namespace, name = split_key(key)
         self.assumed[key] = (node, wanted)
         try:
-            await self.client.bind_pod(key[1], str(key[0]), node)
+            await self.client.bind_pod(name, str(namespace), node)
         except KubeApiError as error:
             self.assumed.pop(key, None)
             if error.status in (404, 409):

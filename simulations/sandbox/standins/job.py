@@ -22,11 +22,12 @@ import copy
 import logging
 from typing import Any
 
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 
-from .cache import ClusterCache, Key, controller_uid
 from .conditions import is_true, now_text, set_condition
-from .reconciler import Reconciler
+from .keys import controller_uid, object_key, reconciled, split_key, standin_queue
 
 log = logging.getLogger(__name__)
 
@@ -72,24 +73,26 @@ def compress_indexes(indexes: set[int]) -> str:
     return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
 
 
-class JobController(Reconciler):
+class JobController:
+    """A ``scheduler.controllers`` reconciler of Job keys; ``queue`` is the one its controller works."""
+
     name = "job-standin"
 
     def __init__(
         self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
     ) -> None:
-        super().__init__(workers=workers)
+        self.workers = workers
+        self.queue = standin_queue(self.name)
         # changes of children are gathered this long into one sync, as the real controllers batch pod updates
         self.batch_seconds = batch_seconds
         self.client = client
-        self.jobs = cache["Job"]
-        self.pods = cache["Pod"]
-        cache.listen("Job", self._job_changed)
-        cache.listen("Pod", self._pod_changed)
+        self.cache = cache
+        cache.on_change("Job", self._job_changed)
+        cache.on_change("Pod", self._pod_changed)
         # job uid -> pod name -> loop time until which to wait: pods created (not seen yet), deleted (still seen)
         self._expected_created: dict[str, dict[str, float]] = {}
         self._expected_deleted: dict[str, dict[str, float]] = {}
-        self._job_keys: dict[str, Key] = {}
+        self._job_keys: dict[str, str] = {}
         self.pods_created = 0
 
     def _job_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -101,8 +104,8 @@ class JobController(Reconciler):
             self._expected_deleted.pop(uid, None)
             self._job_keys.pop(uid, None)
         else:
-            self._job_keys[uid] = (obj["metadata"].get("namespace"), obj["metadata"]["name"])
-        self.queue.add((obj["metadata"].get("namespace"), obj["metadata"]["name"]))
+            self._job_keys[uid] = object_key(obj)
+        self.queue.add(object_key(obj))
 
     def _pod_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         uid = controller_uid(new or old)
@@ -115,7 +118,7 @@ class JobController(Reconciler):
             self._expected_deleted.get(uid, {}).pop(name, None)
         key = self._job_keys.get(uid)
         if key is not None:
-            self.queue.after(key, self.batch_seconds)
+            self.queue.add_after(key, self.batch_seconds)
 
     def _pending(self, uid: str) -> float:
         """Seconds to wait for the cache to show this controller's own writes for a Job (0: none)."""
@@ -132,20 +135,22 @@ class JobController(Reconciler):
     def _expect(self, table: dict[str, dict[str, float]], uid: str, name: str) -> None:
         table.setdefault(uid, {})[name] = asyncio.get_running_loop().time() + EXPECTATION_TIMEOUT
 
-    async def reconcile(self, key: Key) -> None:
-        namespace, name = key
-        job = self.jobs.get(namespace, name)
+    async def reconcile(self, key: str) -> ReconcileResult:
+        return await reconciled(self._reconcile(key))
+
+    async def _reconcile(self, key: str) -> float | None:
+        namespace, name = split_key(key)
+        job = self.cache.get("Job", name, namespace)
         if job is None or job["metadata"].get("deletionTimestamp"):
-            return
+            return None
         uid = str(job["metadata"]["uid"])
         wait = self._pending(uid)
         if wait:
             # the cache has not caught up with this controller's own writes: their events requeue the Job
-            self.queue.after(key, wait)
-            return
+            return wait
         spec = job.get("spec") or {}
         status = copy.deepcopy(job.get("status") or {})
-        pods = self.pods.owned_by(uid)
+        pods = self._pods_of(uid)
         live = [p for p in pods if _phase(p) not in TERMINAL_PHASES and not p["metadata"].get("deletionTimestamp")]
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         indexed = spec.get("completionMode") == "Indexed"
@@ -201,6 +206,11 @@ class JobController(Reconciler):
                 resource_version=str(job["metadata"]["resourceVersion"]),
                 attempts=1,
             )
+        return None
+
+    def _pods_of(self, uid: str) -> list[dict[str, Any]]:
+        """The pods whose controller owner is the Job ``uid``."""
+        return [p for p in self.cache.owned_by("Pod", uid) if controller_uid(p) == uid]
 
     async def _create_pods(
         self,
@@ -225,7 +235,7 @@ class JobController(Reconciler):
             body = self._pod(job, uid, index)
             created = await self.client.create(body)
             self.pods_created += 1
-            if created["metadata"]["name"] not in {p["metadata"]["name"] for p in self.pods.owned_by(uid)}:
+            if created["metadata"]["name"] not in {p["metadata"]["name"] for p in self._pods_of(uid)}:
                 self._expect(self._expected_created, uid, created["metadata"]["name"])
             made.append(created)
         return made
@@ -272,5 +282,5 @@ class JobController(Reconciler):
                 if error.status != 404:
                     raise
                 continue
-            if self.pods.get(pod["metadata"].get("namespace"), name) is not None:
+            if self.cache.get("Pod", name, pod["metadata"].get("namespace")) is not None:
                 self._expect(self._expected_deleted, uid, name)

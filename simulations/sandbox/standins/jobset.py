@@ -20,11 +20,12 @@ import hashlib
 import logging
 from typing import Any
 
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 
-from .cache import ClusterCache, Key
 from .conditions import is_true, set_condition
-from .reconciler import Reconciler
+from .keys import controller_uid, object_key, reconciled, split_key, standin_queue
 
 log = logging.getLogger(__name__)
 
@@ -65,44 +66,51 @@ def _replicas(rjob: dict[str, Any]) -> int:
     return int(rjob.get("replicas", 1))
 
 
-class JobSetController(Reconciler):
+class JobSetController:
+    """A ``scheduler.controllers`` reconciler of JobSet keys; ``queue`` is the one its controller works."""
+
     name = "jobset-standin"
 
     def __init__(
         self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
     ) -> None:
-        super().__init__(workers=workers)
+        self.workers = workers
+        self.queue = standin_queue(self.name)
         # changes of children are gathered this long into one sync, as the real controllers batch pod updates
         self.batch_seconds = batch_seconds
         self.client = client
         self.cache = cache
-        self.jobsets = cache["JobSet"]
-        self.jobs = cache["Job"]
-        cache.listen("JobSet", self._jobset_changed)
-        cache.listen("Job", self._job_changed)
+        cache.on_change("JobSet", self._jobset_changed)
+        cache.on_change("Job", self._job_changed)
         self.jobs_created = 0
         self.restarts = 0
 
     def _jobset_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         obj = new or old
         assert obj is not None
-        self.queue.add((obj["metadata"].get("namespace"), obj["metadata"]["name"]))
+        self.queue.add(object_key(obj))
 
     def _job_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         obj = new or old
         assert obj is not None
+        namespace = obj["metadata"].get("namespace")
         for reference in obj["metadata"].get("ownerReferences") or []:
             if reference.get("controller") and reference.get("kind") == "JobSet":
-                self.queue.after((obj["metadata"].get("namespace"), reference["name"]), self.batch_seconds)
+                key = f"{namespace}/{reference['name']}" if namespace else str(reference["name"])
+                self.queue.add_after(key, self.batch_seconds)
 
-    async def reconcile(self, key: Key) -> None:
-        namespace, name = key
-        jobset = self.jobsets.get(namespace, name)
+    async def reconcile(self, key: str) -> ReconcileResult:
+        return await reconciled(self._reconcile(key))
+
+    async def _reconcile(self, key: str) -> None:
+        namespace, name = split_key(key)
+        jobset = self.cache.get("JobSet", name, namespace)
         if jobset is None or jobset["metadata"].get("deletionTimestamp"):
             return
         status = copy.deepcopy(jobset.get("status") or {})
         restarts = int(status.get("restarts", 0))
-        owned = self.jobs.owned_by(str(jobset["metadata"]["uid"]))
+        uid = str(jobset["metadata"]["uid"])
+        owned = [j for j in self.cache.owned_by("Job", uid) if controller_uid(j) == uid]
         current = [j for j in owned if j["metadata"].get("labels", {}).get(RESTART_ATTEMPT) == str(restarts)]
         stale = [j for j in owned if j not in current]
         if is_true(jobset, "Completed") or is_true(jobset, "Failed"):

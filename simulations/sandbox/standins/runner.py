@@ -17,11 +17,12 @@ import logging
 from typing import Any
 
 from runtimes.k8s.core import Node
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeClient, patch_status
 
-from .cache import ClusterCache, Key, key_of
 from .conditions import now_text
-from .reconciler import Reconciler
+from .keys import object_key, reconciled, split_key, standin_queue
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,9 @@ def _container_statuses(pod: dict[str, Any], state: dict[str, Any], ready: bool)
     ]
 
 
-class PodRunner(Reconciler):
+class PodRunner:
+    """A ``scheduler.controllers`` reconciler of pod keys; ``queue`` is the one its controller works."""
+
     name = "pod-runner-standin"
 
     def __init__(
@@ -84,71 +87,72 @@ class PodRunner(Reconciler):
         run_seconds: float = 1.0,
         workers: int = 4,
     ) -> None:
-        super().__init__(workers=workers)
+        self.workers = workers
+        self.queue = standin_queue(self.name)
         self.client = client
-        self.pods = cache["Pod"]
-        self.nodes = cache["Node"]
+        self.cache = cache
         self.start_seconds = start_seconds
         self.run_seconds = run_seconds
-        self.bound_at: dict[Key, float] = {}
-        self.running_at: dict[Key, float] = {}
+        self.bound_at: dict[str, float] = {}
+        self.running_at: dict[str, float] = {}
         self.transitions = 0
-        cache.listen("Pod", self._pod_changed)
-        cache.listen("Node", self._node_changed)
+        cache.on_change("Pod", self._pod_changed)
+        cache.on_change("Node", self._node_changed)
 
     def _pod_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if new is None:
             if old is not None:
-                self.bound_at.pop(key_of(old), None)
-                self.running_at.pop(key_of(old), None)
+                self.bound_at.pop(object_key(old), None)
+                self.running_at.pop(object_key(old), None)
             return
         if (new.get("spec") or {}).get("nodeName") and (new.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-            self.queue.add(key_of(new))
+            self.queue.add(object_key(new))
 
     def _node_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         was, now = _node_ready(old), _node_ready(new)
         if was and not now:
             name = str((old or new or {})["metadata"]["name"])
-            for key, pod in list(self.pods.objects.items()):
+            for pod in self.cache.list("Pod"):
                 if (pod.get("spec") or {}).get("nodeName") == name:
-                    self.queue.add(key)
+                    self.queue.add(object_key(pod))
 
-    async def reconcile(self, key: Key) -> None:
-        pod_key = key
-        pod = self.pods.get(*pod_key)
+    async def reconcile(self, key: str) -> ReconcileResult:
+        return await reconciled(self._reconcile(key))
+
+    async def _reconcile(self, pod_key: str) -> float | None:
+        """Move the pod on one step; the seconds until its next step is due, if it waits for one."""
+        namespace, name = split_key(pod_key)
+        pod = self.cache.get("Pod", name, namespace)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
-            return
+            return None
         node_name = (pod.get("spec") or {}).get("nodeName")
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if not node_name or phase in TERMINAL_PHASES:
-            return
+            return None
         loop_now = asyncio.get_running_loop().time()
         since = self.bound_at.setdefault(pod_key, loop_now)
-        node = self.nodes.get(None, str(node_name))
+        node = self.cache.get("Node", str(node_name))
         if node is None and loop_now - since < NODE_GRACE_SECONDS:
             # a node this cache has not seen yet (its informer may be a moment behind the pods')
-            self.queue.after(pod_key, NODE_GRACE_SECONDS)
-            return
+            return NODE_GRACE_SECONDS
         if not _node_ready(node):
             why = f"node {node_name} is not ready" if node is not None else f"node {node_name} does not exist"
             await self._finish(pod, 137, "NodeNotReady" if node is not None else "NodeLost", why)
-            return
+            return None
         if phase == "Pending":
             wait = since + self.start_seconds - loop_now
             if wait > 0:
-                self.queue.after(pod_key, wait)
-                return
+                return wait
             await self._start(pod)
             self.running_at[pod_key] = asyncio.get_running_loop().time()
-            self.queue.after(pod_key, _annotation_number(pod, RUN_SECONDS_ANNOTATION, self.run_seconds))
-            return
+            return _annotation_number(pod, RUN_SECONDS_ANNOTATION, self.run_seconds)
         started = self.running_at.setdefault(pod_key, loop_now)
         wait = started + _annotation_number(pod, RUN_SECONDS_ANNOTATION, self.run_seconds) - loop_now
         if wait > 0:
-            self.queue.after(pod_key, wait)
-            return
+            return wait
         code = int(_annotation_number(pod, EXIT_CODE_ANNOTATION, 0))
         await self._finish(pod, code, "Completed" if code == 0 else "Error", None)
+        return None
 
     async def _write(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         metadata = pod["metadata"]
@@ -189,5 +193,5 @@ class PodRunner(Reconciler):
         if message is not None:
             status["reason"], status["message"] = reason, message
         await self._write(pod, status)
-        self.bound_at.pop(key_of(pod), None)
-        self.running_at.pop(key_of(pod), None)
+        self.bound_at.pop(object_key(pod), None)
+        self.running_at.pop(object_key(pod), None)

@@ -5,7 +5,10 @@
         ...
     # leaving the block (or ``await standins.stop()``) cancels and awaits every task
 
-Each part can be left out (``jobset=False`` ...) when the cluster has the real thing.
+Each part can be left out (``jobset=False`` ...) when the cluster has the real thing. They run
+on trainyard's own controller framework (``scheduler.controllers``): informers feed one
+``ClusterCache``, and each stand-in is a ``Reconciler`` worked by a ``Controller``. There is no
+leader election, so they are started directly, each informer and controller its own task.
 """
 
 from __future__ import annotations
@@ -14,14 +17,14 @@ import asyncio
 import logging
 from types import TracebackType
 
-from scheduler.kube import InformerSettings, KubeClient
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.runtime import Controller
+from scheduler.kube import Informer, InformerSettings, KubeClient
 from scheduler.kube.backoff import Backoff
 
 from .binder import Binder
-from .cache import ClusterCache
 from .job import JobController
 from .jobset import JobSetController
-from .reconciler import Reconciler
 from .runner import PodRunner
 
 log = logging.getLogger(__name__)
@@ -49,34 +52,38 @@ class Standins:
     ) -> None:
         self.client = client
         kinds = ["Node", "Pod"] + (["Job"] if jobset or job else []) + (["JobSet"] if jobset else [])
-        self.cache = ClusterCache(client, kinds, settings=informer_settings or fast_informers())
+        self.cache = ClusterCache()
+        settings = informer_settings or fast_informers()
+        self.informers = [Informer(client, kind, self.cache, settings=settings) for kind in kinds]
         self.jobset = JobSetController(client, self.cache) if jobset else None
         self.job = JobController(client, self.cache) if job else None
         self.binder = Binder(client, self.cache) if binder else None
         self.runner = (
             PodRunner(client, self.cache, start_seconds=start_seconds, run_seconds=run_seconds) if runner else None
         )
+        found: list[JobSetController | JobController | Binder | PodRunner | None] = [
+            self.jobset,
+            self.job,
+            self.binder,
+            self.runner,
+        ]
+        self.controllers = [Controller(r, workers=r.workers, queue=r.queue) for r in found if r is not None]
         self._tasks: list[asyncio.Task[None]] = []
-
-    @property
-    def controllers(self) -> list[Reconciler]:
-        found: list[Reconciler | None] = [self.jobset, self.job, self.binder, self.runner]
-        return [c for c in found if c is not None]
 
     def start(self) -> None:
         """Start the informers and the controllers' workers, each its own task."""
         if self._tasks:
             raise RuntimeError("the stand-ins are already running")
         loop = asyncio.get_running_loop()
-        for informer in self.cache.informers:
+        for informer in self.informers:
             self._tasks.append(loop.create_task(informer.run(), name=f"standins-informer-{informer.kind.kind}"))
         for controller in self.controllers:
-            self._tasks.extend(controller.start_workers())
+            self._tasks.append(loop.create_task(controller.run(), name=f"standins-{controller.name}"))
 
     async def synced(self, timeout: float = 30.0) -> None:
         """Wait until every watched kind has been listed once (raises TimeoutError)."""
         async with asyncio.timeout(timeout):
-            await self.cache.wait_synced()
+            await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
 
     async def stop(self) -> None:
         """Cancel every task and wait for it to end.
@@ -87,7 +94,7 @@ class Standins:
         """
         tasks, self._tasks = self._tasks, []
         for controller in self.controllers:
-            controller.queue.close()
+            controller.queue.shutdown()  # no timer fires after this; idle workers return
         while True:
             pending = [t for t in tasks if not t.done()]
             if not pending:
