@@ -17,7 +17,10 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+import aiohttp
+
 from scheduler.controllers.workqueue import WorkQueue
+from scheduler.kube.errors import KubeApiError
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,15 @@ class Controller:
         self.reconciles += 1
         try:
             result = await self.reconciler.reconcile(key)
+        except (KubeApiError, aiohttp.ClientError, OSError, TimeoutError) as error:
+            # What a busy or flaky API server answers (409, 429, 5xx, a dropped connection): the
+            # retry is the remedy, so one line, not a traceback.
+            self.errors += 1
+            log.warning(
+                "%s: reconciling %s: %s; retrying in %.3fs", self.name, key, error, self.queue.backoff_delay(key)
+            )
+            self.queue.add_rate_limited(key)
+            return
         except Exception:
             self.errors += 1
             log.exception("%s: reconciling %s failed; retrying in %.3fs", self.name, key, self.queue.backoff_delay(key))
