@@ -113,13 +113,16 @@ class LocalBackend:
                 "BuiltinTrainer (torchtune) cannot run locally: it needs model weights and GPUs; "
                 "runtimes.sdk.trainjobs.build_trainjob renders its TrainJob for a cluster"
             )
+        # The function and the manifest are checked before the job directory exists: a bad
+        # input (a lambda, a resource named ``gpus``) leaves nothing behind.
+        source = entrypoint_source(trainer) if isinstance(trainer, CustomTrainer) else None
         name = new_job_name()
         job = self.store.job(name)
-        job.create()
         script = job.path / f"train_{name}.py"
-        if isinstance(trainer, CustomTrainer):
-            script.write_text(entrypoint_source(trainer))
         manifest = build_trainjob(name, runtime_name, framework, trainer, initializer, script, self.config.namespace)
+        job.create()
+        if source is not None:
+            script.write_text(source)
         try:
             plan_trainjob(TrainJobModel.model_validate(manifest), chosen)  # renders: bad input raises here
         except LocalRunError as error:

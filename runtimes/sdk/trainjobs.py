@@ -10,17 +10,16 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
 import secrets
 import string
-import textwrap
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from runtimes.sdk.inputs import resource_requirements, shippable_source
 from runtimes.sdk.types import (
     BuiltinTrainer,
     CustomTrainer,
@@ -45,16 +44,7 @@ def new_job_name() -> str:
 def entrypoint_source(trainer: CustomTrainer) -> str:
     """A Python file that defines the user's function and calls it with its arguments."""
     func = trainer.func
-    if not callable(func) or not hasattr(func, "__code__"):
-        raise ValueError(f"CustomTrainer.func must be a Python function, got {type(func).__name__}")
-    try:
-        source = textwrap.dedent(inspect.getsource(func))
-    except (OSError, TypeError):
-        raise ValueError(
-            f"CustomTrainer.func {func.__name__!r}: its source is not available (define it in a file, "
-            "not in an interactive session without source)"
-        ) from None
-    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("@"))
+    source = shippable_source(func)
     try:
         arguments = json.dumps(trainer.func_args or {})
     except TypeError as error:
@@ -64,12 +54,10 @@ def entrypoint_source(trainer: CustomTrainer) -> str:
     )
 
 
-def resources(values: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``{"cpu": 2, "gpu": 1}`` → requests = limits, ``gpu`` spelled ``nvidia.com/gpu``."""
-    if not values:
-        return None
-    amounts = {("nvidia.com/gpu" if k == "gpu" else k): str(v) for k, v in values.items()}
-    return {"requests": dict(amounts), "limits": dict(amounts)}
+def resources(values: dict[str, Any] | None, field: str = "resources_per_node") -> dict[str, Any] | None:
+    """``{"cpu": 2, "gpu": 1}`` → requests = limits, ``gpu`` spelled ``nvidia.com/gpu``; unknown
+    names (``gpus``) and bad amounts raise ValueError naming ``field``."""
+    return resource_requirements(values, field)
 
 
 def _lora_args(config: LoraConfig) -> list[str]:
@@ -156,7 +144,7 @@ def build_trainjob(
             trainer_spec["numNodes"] = trainer.num_nodes
         if trainer.env:
             trainer_spec["env"] = [{"name": k, "value": str(v)} for k, v in trainer.env.items()]
-        if (requested := resources(trainer.resources_per_node)) is not None:
+        if (requested := resources(trainer.resources_per_node, "CustomTrainer.resources_per_node")) is not None:
             trainer_spec["resourcesPerNode"] = requested
     elif isinstance(trainer, BuiltinTrainer):
         if framework != "torchtune":
@@ -169,7 +157,7 @@ def build_trainjob(
         trainer_spec["args"] = torchtune_args(config, initializer)
         if config.num_nodes is not None:
             trainer_spec["numNodes"] = config.num_nodes
-        if (requested := resources(config.resources_per_node)) is not None:
+        if (requested := resources(config.resources_per_node, "TorchTuneConfig.resources_per_node")) is not None:
             trainer_spec["resourcesPerNode"] = requested
     elif trainer is not None:
         raise ValueError(f"trainer must be a CustomTrainer or a BuiltinTrainer, got {type(trainer).__name__}")

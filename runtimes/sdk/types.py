@@ -9,13 +9,17 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlparse
 
+from runtimes.sdk.inputs import check_shippable, resource_requirements
+
 
 @dataclass
 class CustomTrainer:
     """Run ``func`` on every rank: its source is shipped and called with ``**func_args``.
 
-    The function must be self-contained (imports inside its body), as with kubeflow's SDK.
-    ``resources_per_node`` is a dict like ``{"cpu": 2, "memory": "4Gi", "gpu": 1}``.
+    The function must be self-contained (imports inside its body), as with kubeflow's SDK, and
+    defined with ``def`` at module level: lambdas, closures, builtins and methods are refused here.
+    ``resources_per_node`` is a dict like ``{"cpu": 2, "memory": "4Gi", "gpu": 1}``: the aliases
+    ``cpu``, ``memory``, ``gpu`` (→ ``nvidia.com/gpu``) or full Kubernetes resource names.
     """
 
     func: Callable[..., Any]
@@ -23,6 +27,11 @@ class CustomTrainer:
     num_nodes: int | None = None
     resources_per_node: dict[str, Any] | None = None
     env: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        # Refused here, where the user wrote it, not on every node after submission.
+        check_shippable(self.func, "CustomTrainer.func")
+        resource_requirements(self.resources_per_node, "CustomTrainer.resources_per_node")
 
 
 class DataType(StrEnum):
@@ -89,6 +98,7 @@ class TorchTuneConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"TorchTuneConfig.{name} must be a positive integer, got {value!r}")
+        resource_requirements(self.resources_per_node, "TorchTuneConfig.resources_per_node")
 
 
 @dataclass
