@@ -120,6 +120,7 @@ class Audit:
     workload_of: dict[str, str] = field(default_factory=dict)  # trainjob -> workload
     jobsets: Counter[str] = field(default_factory=Counter)  # trainjob -> live JobSets
     double_admitted: set[str] = field(default_factory=set)
+    last_state: dict[str, str] = field(default_factory=dict)  # workload -> its last conditions, for a lost job's story
     quota_violations: int = 0
     admissions: int = 0
 
@@ -160,6 +161,10 @@ class Audit:
             self.usage[now[0]] += now[1]
         if event.type != "DELETED" and finished(event.obj):
             self.finished.add(name)
+        conditions = (event.obj.get("status") or {}).get("conditions") or []
+        self.last_state[name] = (
+            event.type + " " + ", ".join(f"{c.get('type')}={c.get('status')}({c.get('reason')})" for c in conditions)
+        )
         if any(used > self.limit_milli for used in self.usage.values()) or sum(self.usage.values()) > self.cohort_milli:
             self.quota_violations += 1
 
@@ -250,7 +255,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(0.25)
         await finisher.stop()
         injected = sum(cluster.server.faults.injected.values())
-    lost = [n for n in names if audit.workload_of.get(n) not in audit.finished]
+    lost = [
+        f"{n}: " + (audit.last_state.get(audit.workload_of.get(n, ""), "no Workload was ever created"))
+        for n in names
+        if audit.workload_of.get(n) not in audit.finished
+    ]
     return {
         "jobs": args.jobs,
         "lost": len(lost),
