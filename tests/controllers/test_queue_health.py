@@ -107,7 +107,7 @@ async def test_a_node_that_fails_under_a_running_job_evicts_it(fake_api: FakeApi
         await client.patch(
             "Node", "n1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, status=True
         )
-        await eventually(lambda: _condition_true(reader, "job", "Evicted"), what="the eviction")
+        await eventually(lambda: _condition_true(reader, "job", "Evicted"), timeout=30.0, what="the eviction")
         workload = await reader.workload_of("job")
     assert workload is not None
     evicted = condition(workload, "Evicted")
