@@ -18,6 +18,7 @@ from scheduler.api.kueue import (
     Workload,
 )
 from scheduler.engine import AdmissionEngine, EngineConfig, WaitForPodsReady, WorkloadState
+from scheduler.engine.views import waiting_reason
 from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.workloads import JobSpec
 
@@ -197,8 +198,13 @@ class EngineDriver:
         return self.engine.next_timer()
 
     def never_fits_reason(self, job: JobSpec) -> str | None:
-        checker = getattr(self.engine, "never_fits_reason", None)
-        if checker is None:
-            return None
-        reason: str | None = checker(self.workload(job))
-        return reason
+        """Why the engine could never admit ``job``, even on an empty cluster; None if it could."""
+        return self.engine.never_fits_reason(self.workload(job))
+
+    def waiting_reason(self, key: str) -> str:
+        """The engine's words for why ``key`` waits now (its last cycle's reason, an inactive
+        ClusterQueue, or its place in the line)."""
+        info = self.engine.workloads.get(key)
+        if info is None:
+            return "the engine does not hold this workload"
+        return waiting_reason(self.engine, info) or "waiting for its turn in the queue"

@@ -168,15 +168,18 @@ class MetricsRecorder:
         fragmented = [f / free for _, f, free in self._fragmented_samples if free > 0]
         gaps = sum(self.tier_gaps.values())
         finished = sum(1 for r in self.jobs.values() if r.finished is not None)
+        admitted = sum(1 for r in self.jobs.values() if r.admitted is not None)
         return {
             "unit": self.unit,
             "capacity": self.capacity,
             "virtual_seconds": round(self.end_time, 3),
             "jobs": {
                 "submitted": len(self.jobs),
-                "admitted": sum(1 for r in self.jobs.values() if r.admitted is not None),
+                "admitted": admitted,
                 "finished": finished,
                 "unfinished": len(self.jobs) - finished,
+                # never admitted: absent from every wait percentile; listed with reasons in never_ran
+                "never_ran": len(self.jobs) - admitted,
             },
             "allocation": {
                 "mean_fraction": round(self._allocated_area / (self.capacity * horizon), 4) if self.capacity else None,

@@ -12,6 +12,8 @@ from rich.table import Table
 
 from simulations.simulator import SimulationResult
 
+NEVER_RAN_ROWS = 10  # the printed table's cap; the JSON lists every job
+
 
 def _fmt(value: Any) -> str:
     if value is None:
@@ -29,7 +31,10 @@ def summary_rows(result: SimulationResult) -> list[tuple[str, str]]:
     placement = data["placement"]
     invariants = data["invariants"]
     return [
-        ("jobs submitted / finished", f"{jobs['submitted']:,} / {jobs['finished']:,}"),
+        (
+            "jobs submitted / finished / never ran",
+            f"{jobs['submitted']:,} / {jobs['finished']:,} / {jobs.get('never_ran', 0):,}",
+        ),
         (f"{data['unit']} allocated (mean fraction)", _fmt(data["allocation"]["mean_fraction"])),
         ("queue wait p50 / p95 / p99 (s)", " / ".join(_fmt(waits[k]) for k in ("p50", "p95", "p99"))),
         ("completion time p50 / p95 / p99 (s)", " / ".join(_fmt(completion[k]) for k in ("p50", "p95", "p99"))),
@@ -80,6 +85,34 @@ def render_table(results: Sequence[SimulationResult], console: Console) -> None:
                 _fmt(result.summary["borrowing_mean"].get(queue)),
             )
         console.print(per_queue)
+    for result in results:
+        if result.never_ran:
+            console.print(never_ran_table(result))
+
+
+def never_ran_table(result: SimulationResult, limit: int = NEVER_RAN_ROWS) -> Table:
+    """The jobs the engine never admitted, with its reason; the first ``limit``, then a count
+    (``--json`` lists every one)."""
+    jobs = result.never_ran
+    never_fits = sum(1 for job in jobs if job["never_fits"])
+    table = Table(
+        title=f"{result.scenario}: {len(jobs):,} job(s) never ran ({never_fits:,} can never fit)",
+        show_lines=False,
+    )
+    table.add_column("job", no_wrap=True)
+    table.add_column("ClusterQueue", no_wrap=True)
+    table.add_column("pods x per pod", justify="right", no_wrap=True)
+    table.add_column("reason (the engine's)", ratio=1)
+    for job in jobs[:limit]:
+        table.add_row(
+            job["job"],
+            job["cluster_queue"],
+            f"{job['pods']} x {job['gpus_per_pod']}",
+            ("never fits: " if job["never_fits"] else "") + job["reason"],
+        )
+    if len(jobs) > limit:
+        table.add_row(f"... and {len(jobs) - limit:,} more", "", "", "every one is in --json under never_ran")
+    return table
 
 
 def write_json(results: Sequence[SimulationResult], path: Path) -> None:

@@ -65,6 +65,7 @@ class SimulationResult:
     samples: list[Any] = field(default_factory=list)
     wait_times: dict[str, list[float]] = field(default_factory=dict)
     notes: dict[str, int] = field(default_factory=dict)
+    never_ran: list[dict[str, Any]] = field(default_factory=list)  # see Simulation._never_ran
 
     @property
     def invariants_held(self) -> bool:
@@ -81,6 +82,7 @@ class SimulationResult:
             "invariants": self.invariants,
             "notes": self.notes,
             **self.summary,
+            "never_ran": self.never_ran,
         }
 
 
@@ -356,6 +358,7 @@ class Simulation:
         self.checker.finish()
         if self.progress is not None:
             self.progress(self.gone, self.built.job_count, now)
+        never_ran = self._never_ran()  # after the loop: asking the engine changes no decision
         return SimulationResult(
             scenario=self.built.scenario.name,
             seed=self.seed,
@@ -368,7 +371,45 @@ class Simulation:
             samples=self.metrics.samples,
             wait_times=self.metrics.wait_times(),
             notes=dict(self.built.notes),
+            never_ran=never_ran,
         )
+
+    def _never_ran(self) -> list[dict[str, Any]]:
+        """Every submitted job the engine never admitted, with the engine's reason: "can never
+        fit" (``never_fits_reason``, asked once per job shape and team) or why it still waits."""
+        never_fits: dict[tuple[Any, ...], str | None] = {}
+        listed: list[dict[str, Any]] = []
+        for key, record in self.metrics.jobs.items():
+            if record.admitted is not None:
+                continue
+            job = self.jobs[key]
+            shape = (
+                job.team,
+                job.nodes,
+                job.gpus_per_node,
+                job.cpu_milli,
+                job.memory_mib,
+                job.topology_mode,
+                job.topology_level,
+                job.gpu_models,
+                job.priority_class,
+            )
+            if shape not in never_fits:
+                never_fits[shape] = self.driver.never_fits_reason(job)
+            reason = never_fits[shape]
+            listed.append(
+                {
+                    "job": key,
+                    "cluster_queue": record.cluster_queue,
+                    "pods": job.nodes,
+                    "gpus_per_pod": job.gpus_per_node,
+                    "amount": record.gpus,
+                    "submitted": round(record.submitted, 3),
+                    "never_fits": reason is not None,
+                    "reason": reason if reason is not None else self.driver.waiting_reason(key),
+                }
+            )
+        return listed
 
     def _cycle(self, now: float) -> None:
         started = time.perf_counter()
