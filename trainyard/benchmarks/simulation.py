@@ -21,6 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from simulations.scenarios import BENCH_SCENARIO, build
     from simulations.simulator import Simulation
+    from trainyard.benchmarks.decision_hash import decision_hash
 
     started = time.perf_counter()
     scenario = BENCH_SCENARIO
@@ -41,4 +42,5 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "engine_cycles": result.cycles,
         "jobs_finished": result.summary["jobs"]["finished"],
         "invariant_violations": result.invariants["violations"],
+        "decision_hash": decision_hash(result),
     }
