@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from simulations.simulator import SimulationResult
+from simulations.result import SimulationResult
 
 NEVER_RAN_ROWS = 10  # the printed table's cap; the JSON lists every job
 

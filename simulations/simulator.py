@@ -15,18 +15,17 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
-from runtimes.k8s.core import Node
 from scheduler.api.kueue import ResourceFlavor
 from simulations.collector import batch_collector
 from simulations.engine_driver import Admitted, EngineDriver, Removed
 from simulations.events import Event, EventKind, EventQueue, RandomStreams
-from simulations.invariants import GPU, InvariantChecker, NodeLedger, pod_amounts
+from simulations.fragmentation import fragmented_gpus
+from simulations.invariants import InvariantChecker, NodeLedger, pod_amounts
 from simulations.kwok import (
     POD_COMPLETE_DELAY_ANNOTATION,
     POD_COMPLETE_JITTER_ANNOTATION,
@@ -35,6 +34,11 @@ from simulations.kwok import (
     simulated_pod,
 )
 from simulations.metrics import MetricsRecorder
+from simulations.never_ran import never_ran as list_never_ran
+from simulations.node_failures import NodeFailures
+from simulations.result import ProgressCallback, SimulationResult
+
+__all__ = ["ProgressCallback", "Simulation", "SimulationResult", "simulate"]
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
 
@@ -50,43 +54,6 @@ class _Running:
     amount: int  # primary resource held
     generation: int
     flavor_nodes: np.ndarray | None = None
-
-
-@dataclass
-class SimulationResult:
-    scenario: str
-    seed: int
-    summary: dict[str, Any]
-    invariants: dict[str, Any]
-    events: int
-    wall_seconds: float
-    engine_seconds: float
-    cycles: int
-    samples: list[Any] = field(default_factory=list)
-    wait_times: dict[str, list[float]] = field(default_factory=dict)
-    notes: dict[str, int] = field(default_factory=dict)
-    never_ran: list[dict[str, Any]] = field(default_factory=list)  # see Simulation._never_ran
-
-    @property
-    def invariants_held(self) -> bool:
-        return bool(self.invariants["violations"] == 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "scenario": self.scenario,
-            "seed": self.seed,
-            "events": self.events,
-            "cycles": self.cycles,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "engine_seconds": round(self.engine_seconds, 3),
-            "invariants": self.invariants,
-            "notes": self.notes,
-            **self.summary,
-            "never_ran": self.never_ran,
-        }
-
-
-ProgressCallback = Callable[[int, int, float], None]  # (jobs finished or gone, jobs total, virtual time)
 
 
 class Simulation:
@@ -122,7 +89,14 @@ class Simulation:
         self.flavor_masks = self._flavor_masks()
         self.all_nodes = np.ones(len(self.ledger.names), dtype=bool)  # one array: t* caches per mask
         self.stage_rng = self.streams.python("stages")
-        self.failure_rng = self.streams.python("failures")
+        self.failures = NodeFailures(
+            scenario.failures,
+            self.ledger,
+            built.node_documents,
+            self.driver,
+            self.streams.python("failures"),
+            self._push,
+        )
         self.foreground = 0
         self.cycles = 0
         self.engine_seconds = 0.0
@@ -229,6 +203,9 @@ class Simulation:
         job = running.job
         self.pending_shapes[(job.gpus, job.gpus_per_node, job.nodes)] += 1
 
+    def _node_lost(self, removed: Removed, now: float) -> None:
+        self._remove(removed, now, preempted=False)
+
     def _complete(self, key: str, now: float) -> None:
         running = self.running.pop(key)
         started = time.perf_counter()
@@ -238,54 +215,6 @@ class Simulation:
         self.metrics.released(key, running.amount, now, requeued=False)
         self.jobs.pop(key, None)
         self.gone += 1
-
-    def _node_failure(self, name: str, now: float) -> None:
-        i = self.ledger.index[name]
-        if self.ledger.ready[i]:
-            self.ledger.ready[i] = False
-            self.driver.update_node(self._node_with_ready(i, False))
-            for key in self.ledger.workloads_on(name):
-                removed = self.driver.evict(key, "NodeFailure", now)
-                if removed is not None:
-                    self._remove(removed, now, preempted=False)
-            repair = self.built.scenario.failures.repair_seconds if self.built.scenario.failures else 0.0
-            self._push(Event(now + repair, EventKind.NODE_REPAIR, name))
-        self._schedule_failure(now)
-
-    def _node_with_ready(self, i: int, ready: bool) -> Node:
-        document = dict(self.built.node_documents[i])
-        status = dict(document["status"])
-        status["conditions"] = [
-            {
-                "type": "Ready",
-                "status": "True" if ready else "False",
-                "reason": "KubeletReady" if ready else "NodeFailure",
-            }
-        ]
-        document["status"] = status
-        return Node.model_validate(document)
-
-    def _schedule_failure(self, now: float) -> None:
-        failures = self.built.scenario.failures
-        if failures is None or not self.ledger.names:
-            return
-        rate = len(self.ledger.names) / (failures.node_mtbf_hours * 3600.0)
-        when = now + self.failure_rng.expovariate(rate)
-        name = self.ledger.names[self.failure_rng.randrange(len(self.ledger.names))]
-        self._push(Event(when, EventKind.NODE_FAILURE, name))
-
-    def _fragmented(self) -> int:
-        """Free GPUs that cannot host the smallest pending gang (all free ones if it fits nowhere)."""
-        if not self.pending_shapes or not self.ledger.names:
-            return 0
-        _, per_pod, pods = min(self.pending_shapes)
-        free = np.where(self.ledger.ready, self.ledger.free()[:, GPU], 0)
-        if per_pod == 0:
-            return 0
-        hosts = free >= per_pod
-        if int((free[hosts] // per_pod).sum()) < pods:
-            return int(free.sum())
-        return int(free[~hosts].sum())
 
     # --------------------------------------------------------------------------------- loop
 
@@ -299,7 +228,7 @@ class Simulation:
         self._arriving = None
         self._next_arrival(stream)
         self._push(Event(0.0, EventKind.SAMPLE, ""))
-        self._schedule_failure(0.0)
+        self.failures.schedule_next(0.0)
         now = 0.0
         last_progress = 0.0
         while self.foreground > 0:
@@ -332,19 +261,17 @@ class Simulation:
                     self._timer_at = None
                     dirty = True
                 elif kind is EventKind.NODE_FAILURE:
-                    self._node_failure(event.subject, now)
+                    self.failures.fail(event.subject, now, self._node_lost)
                     dirty = True
                 elif kind is EventKind.NODE_REPAIR:
-                    i = self.ledger.index[event.subject]
-                    self.ledger.ready[i] = True
-                    self.driver.update_node(self._node_with_ready(i, True))
+                    self.failures.repair(event.subject)
                     dirty = True
                 elif kind is EventKind.SAMPLE:
                     sample = True
             if dirty:
                 self._cycle(now)
             if sample:
-                self.metrics.sample(now, self._fragmented())
+                self.metrics.sample(now, fragmented_gpus(self.ledger, self.pending_shapes))
                 if len(self.metrics.samples) >= MAX_SAMPLES:
                     self.metrics.samples = self.metrics.samples[::2]
                     self._sample_every *= 2
@@ -354,11 +281,11 @@ class Simulation:
                 self.progress(self.gone, self.built.job_count, now)
                 last_progress = now
         self.metrics.end_time = now
-        self.metrics.sample(now, self._fragmented())
+        self.metrics.sample(now, fragmented_gpus(self.ledger, self.pending_shapes))
         self.checker.finish()
         if self.progress is not None:
             self.progress(self.gone, self.built.job_count, now)
-        never_ran = self._never_ran()  # after the loop: asking the engine changes no decision
+        never_ran = list_never_ran(self.metrics, self.jobs, self.driver)  # after the loop: changes no decision
         return SimulationResult(
             scenario=self.built.scenario.name,
             seed=self.seed,
@@ -373,43 +300,6 @@ class Simulation:
             notes=dict(self.built.notes),
             never_ran=never_ran,
         )
-
-    def _never_ran(self) -> list[dict[str, Any]]:
-        """Every submitted job the engine never admitted, with the engine's reason: "can never
-        fit" (``never_fits_reason``, asked once per job shape and team) or why it still waits."""
-        never_fits: dict[tuple[Any, ...], str | None] = {}
-        listed: list[dict[str, Any]] = []
-        for key, record in self.metrics.jobs.items():
-            if record.admitted is not None:
-                continue
-            job = self.jobs[key]
-            shape = (
-                job.team,
-                job.nodes,
-                job.gpus_per_node,
-                job.cpu_milli,
-                job.memory_mib,
-                job.topology_mode,
-                job.topology_level,
-                job.gpu_models,
-                job.priority_class,
-            )
-            if shape not in never_fits:
-                never_fits[shape] = self.driver.never_fits_reason(job)
-            reason = never_fits[shape]
-            listed.append(
-                {
-                    "job": key,
-                    "cluster_queue": record.cluster_queue,
-                    "pods": job.nodes,
-                    "gpus_per_pod": job.gpus_per_node,
-                    "amount": record.gpus,
-                    "submitted": round(record.submitted, 3),
-                    "never_fits": reason is not None,
-                    "reason": reason if reason is not None else self.driver.waiting_reason(key),
-                }
-            )
-        return listed
 
     def _cycle(self, now: float) -> None:
         started = time.perf_counter()

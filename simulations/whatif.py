@@ -40,8 +40,9 @@ from simulations.cluster import GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.errors import SimulationInputError
 from simulations.events import RandomStreams
 from simulations.metrics import percentiles
+from simulations.result import SimulationResult
 from simulations.scenarios import BuiltScenario, Scenario
-from simulations.simulator import Simulation, SimulationResult
+from simulations.simulator import Simulation
 from simulations.workloads import JobSpec
 
 if TYPE_CHECKING:
