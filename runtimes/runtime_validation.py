@@ -59,6 +59,16 @@ def _validate_policies(
                     f"{ml_policy.num_nodes} is not accepted: must be at least 1 and at most {_INT32_MAX}",
                 )
             )
+        if ml_policy.flux is not None:
+            errors.append(
+                FieldError(
+                    "spec.mlPolicy.flux",
+                    "is not supported by trainyard: Trainer's Flux plugin installs Flux with an init "
+                    "container, generates its broker configuration and curve certificate and replaces "
+                    "the entrypoint, none of which trainyard renders; run Flux runtimes with Kubeflow "
+                    "Trainer itself, or use a torch, mpi, jax or xgboost runtime",
+                )
+            )
         torch = ml_policy.torch
         if torch is not None:
             value = torch.num_proc_per_node
@@ -125,7 +135,6 @@ def _validate_replicated_jobs(jobs: list[dict[str, Any]]) -> list[FieldError]:
     if not jobs:
         return [FieldError(_JOBS, "must list at least one replicated job")]
     seen: set[str] = set()
-    trainer_claimed = any(ancestor_of({**job, "name": None}, trainer_claimed=True) for job in jobs)
     for index, job in enumerate(jobs):
         path = f"{_JOBS}[{index}]"
         name = str(job.get("name") or "")
@@ -134,7 +143,7 @@ def _validate_replicated_jobs(jobs: list[dict[str, Any]]) -> list[FieldError]:
         elif name in seen:
             errors.append(FieldError(f"{path}.name", f"{name!r} appears twice; replicated job names are unique"))
         seen.add(name)
-        ancestor = ancestor_of(job, trainer_claimed)
+        ancestor = ancestor_of(job)
         pod_spec = (((job.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
         containers = [str(c.get("name")) for c in pod_spec.get("containers") or []]
         if ancestor in ANCESTOR_CONTAINERS:
@@ -184,8 +193,9 @@ def _validate_pod_failure_policy(
                     f"{action!r} is not accepted: must be one of {', '.join(POD_FAILURE_ACTIONS)}",
                 )
             )
+        # Kubernetes counts entries, so ``onPodConditions: []`` next to ``onExitCodes`` is valid.
         on_exit, on_conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
-        if (on_exit is None) == (on_conditions is None):
+        if (on_exit is None) == (not on_conditions):
             errors.append(FieldError(rule_path, "must set exactly one of onExitCodes and onPodConditions"))
         if on_exit is not None:
             operator, values = on_exit.get("operator"), on_exit.get("values") or []

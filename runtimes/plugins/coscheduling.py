@@ -20,6 +20,23 @@ from runtimes.plugins.owner import owner_references
 DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60
 
 
+def gang_totals(info: RuntimeInfo) -> tuple[int, dict[str, str]]:
+    """A PodGroup's ``minMember`` and ``minResources``: every pod of every replicated job
+    (initializers and launcher included, as Trainer counts) and their summed requests."""
+    min_member = 0
+    totals: dict[str, Fraction] = {}
+    for pod_set in info.pod_sets:
+        pods = pod_set.total_pods
+        min_member += pods
+        pod_spec = info.pod_spec(pod_set.name) or {}
+        for resource, quantity in pod_requests(PodSpec.model_validate(pod_spec)).items():
+            totals[resource] = totals.get(resource, Fraction(0)) + quantity.value * pods
+    resources = {
+        resource: format_amount(resource, to_amount(resource, value)) for resource, value in sorted(totals.items())
+    }
+    return min_member, resources
+
+
 class CoschedulingPlugin:
     name = "coscheduling"
 
@@ -33,14 +50,7 @@ class CoschedulingPlugin:
         if policy is None or policy.coscheduling is None:
             return []
         timeout = policy.coscheduling.schedule_timeout_seconds or DEFAULT_SCHEDULE_TIMEOUT_SECONDS
-        min_member = 0
-        totals: dict[str, Fraction] = {}
-        for pod_set in info.pod_sets:
-            pods = pod_set.total_pods
-            min_member += pods
-            pod_spec = info.pod_spec(pod_set.name) or {}
-            for resource, quantity in pod_requests(PodSpec.model_validate(pod_spec)).items():
-                totals[resource] = totals.get(resource, Fraction(0)) + quantity.value * pods
+        min_member, min_resources = gang_totals(info)
         metadata: dict[str, Any] = {"name": info.trainjob_name}
         if info.namespace:
             metadata["namespace"] = info.namespace
@@ -48,10 +58,7 @@ class CoschedulingPlugin:
         if owners:
             metadata["ownerReferences"] = owners
         spec: dict[str, Any] = {"minMember": min_member}
-        if totals:
-            spec["minResources"] = {
-                resource: format_amount(resource, to_amount(resource, value))
-                for resource, value in sorted(totals.items())
-            }
+        if min_resources:
+            spec["minResources"] = min_resources
         spec["scheduleTimeoutSeconds"] = timeout
         return [{"apiVersion": PODGROUP_API_VERSION, "kind": PODGROUP_KIND, "metadata": metadata, "spec": spec}]

@@ -10,9 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.api.trainer import (
-    ANCESTOR_DATASET_INITIALIZER,
     ANCESTOR_LABEL,
-    ANCESTOR_MODEL_INITIALIZER,
     ANCESTOR_TRAINER,
     LAUNCHER,
     NODE,
@@ -24,38 +22,17 @@ from runtimes.plugins.framework import PodSetInfo, RuntimeInfo
 from runtimes.plugins.patches import pod_template_override_as_patch, strategic_merge
 from runtimes.plugins.podspec import find_container, merge_resources
 
-# Replicated jobs whose name alone says their step, when the runtime does not label them.
-_ANCESTOR_BY_NAME = {
-    ANCESTOR_DATASET_INITIALIZER: ANCESTOR_DATASET_INITIALIZER,
-    ANCESTOR_MODEL_INITIALIZER: ANCESTOR_MODEL_INITIALIZER,
-}
 
+def ancestor_of(job: dict[str, Any]) -> str | None:
+    """The job's ``trainer.kubeflow.org/trainjob-ancestor-step``, read from its Job template labels.
 
-def ancestor_of(job: dict[str, Any], trainer_claimed: bool) -> str | None:
-    """The job's ``trainjob-ancestor-step``.
-
-    Trainer reads the label from the Job template's metadata; some upstream runtimes put it on
-    the pod template instead, so that is read too. Failing both, the reserved names decide:
-    ``dataset-initializer``/``model-initializer``, and ``node`` is the trainer unless another
-    job already carries the trainer label (MPI runtimes label ``launcher`` as the trainer).
+    As in Trainer, the label alone says which step a replicated job is: a job named ``node`` or
+    ``dataset-initializer`` without the label is an ordinary job (no numNodes, no PET_* env, no
+    initializer settings), and a labelled job may have any name.
     """
-    template = job.get("template") or {}
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    if ANCESTOR_LABEL in labels:
-        return str(labels[ANCESTOR_LABEL])
-    pod_labels = (((template.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
-    if ANCESTOR_LABEL in pod_labels:
-        return str(pod_labels[ANCESTOR_LABEL])
-    name = job.get("name")
-    if name in _ANCESTOR_BY_NAME:
-        return _ANCESTOR_BY_NAME[str(name)]
-    if name == NODE and not trainer_claimed:
-        return ANCESTOR_TRAINER
-    return None
-
-
-def _labelled_trainer(jobs: list[dict[str, Any]]) -> bool:
-    return any(ancestor_of({**job, "name": None}, trainer_claimed=True) == ANCESTOR_TRAINER for job in jobs)
+    labels = ((job.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    value = labels.get(ANCESTOR_LABEL)
+    return str(value) if value is not None else None
 
 
 def merged_template(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> dict[str, Any]:
@@ -92,11 +69,10 @@ def build_runtime_info(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> Runti
     annotations = {**(metadata.get("annotations") or {}), **(trainjob.spec.annotations or {})}
 
     jobs: list[dict[str, Any]] = jobset_spec.get("replicatedJobs") or []
-    trainer_claimed = _labelled_trainer(jobs)
     pod_sets: list[PodSetInfo] = []
     for job in jobs:
         name = str(job.get("name", ""))
-        ancestor = ancestor_of(job, trainer_claimed)
+        ancestor = ancestor_of(job)
         job_spec = (job.get("template") or {}).get("spec") or {}
         parallelism = job_spec.get("parallelism")
         count = 1 if parallelism is None else int(parallelism)

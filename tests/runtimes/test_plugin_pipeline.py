@@ -44,7 +44,17 @@ class TeamLabelPlugin:
 def test_a_registered_plugin_runs_in_its_phase_without_core_changes() -> None:
     registry = in_tree_registry()
     registry.register("team-label", TeamLabelPlugin, before="jobset")
-    assert registry.names() == ["coscheduling", "mpi", "plainml", "torch", "team-label", "jobset"]
+    assert registry.names() == [
+        "coscheduling",
+        "volcano",
+        "mpi",
+        "plainml",
+        "torch",
+        "jax",
+        "xgboost",
+        "team-label",
+        "jobset",
+    ]
     job = load_trainjob(TORCH_JOB)
     with pytest.raises(RenderError, match=r"example\.com/owner"):
         render_trainjob(job, runtime("torch_distributed.yaml"), registry=registry)
@@ -124,14 +134,16 @@ def test_placement_is_anded_with_the_runtimes_affinity() -> None:
 @pytest.mark.parametrize(
     ("value", "resources", "expected"),
     [
-        (None, None, "auto"),
+        (None, None, "1"),
         (4, {"limits": {"cpu": "8"}}, "4"),
+        ("auto", {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}, "2"),
+        ("auto", {"limits": {"cpu": "4"}}, "4"),
         ("auto", {"requests": {"cpu": "2500m"}}, "3"),
         ("auto", {"limits": {"nvidia.com/gpu": 2}}, "auto"),
         ("cpu", {"requests": {"memory": "1Gi"}}, "1"),
         ("gpu", {"limits": {"nvidia.com/gpu": 2}}, "gpu"),
     ],
-    ids=["passthrough", "integer", "auto-cpu-rounds-up", "auto-gpu", "cpu-without-cpu", "gpu"],
+    ids=["no-resources-is-one", "integer", "requests-before-limits", "limits-without-requests", "auto-cpu-rounds-up", "auto-gpu", "cpu-without-cpu", "gpu"],
 )
 def test_num_proc_per_node(value: int | str | None, resources: dict[str, object] | None, expected: str) -> None:
     given = ResourceRequirements.model_validate(resources) if resources is not None else None
