@@ -8,7 +8,6 @@ Rebuilding is cheap and happens only when a queue object changes, never per work
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from runtimes.k8s.core import Node
 from scheduler.api.kueue import (
@@ -21,6 +20,7 @@ from scheduler.api.kueue import (
     WorkloadPriorityClass,
 )
 from scheduler.engine.admitted import AdmittedWorkloads
+from scheduler.engine.flavor_match import PodSetPlan
 from scheduler.engine.queues import ClusterQueueQueue
 from scheduler.engine.quota import (
     FlavorResource,
@@ -28,9 +28,6 @@ from scheduler.engine.quota import (
     recompute_cohort_usage,
     recompute_subtree_quotas,
 )
-
-if TYPE_CHECKING:
-    from scheduler.engine.flavors import PodSetPlan
 
 
 @dataclass(slots=True)
@@ -51,7 +48,7 @@ class ClusterQueueInfo:
     queue: ClusterQueueQueue
     admitted: AdmittedWorkloads = field(default_factory=AdmittedWorkloads)
     inactive_reason: str | None = None
-    # (id(pod set), count) -> what flavor assignment precomputes for it (flavors.PodSetPlan)
+    # (id(pod set), count) -> what flavor assignment precomputes for it (flavor_match.PodSetPlan)
     pod_set_plans: dict[tuple[int, int], PodSetPlan] = field(default_factory=dict)
     # namespace -> does namespaceSelector match it; a namespace change rebuilds this object
     namespace_matches: dict[str, bool] = field(default_factory=dict)

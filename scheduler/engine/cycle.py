@@ -19,7 +19,7 @@ from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo
 
 if TYPE_CHECKING:
     from scheduler.engine.cluster import ClusterQueueInfo
-    from scheduler.engine.engine import AdmissionEngine
+    from scheduler.engine.core import EngineCore
     from scheduler.engine.quota import FlavorResource
 
 
@@ -37,7 +37,7 @@ class _Entry:
 
 
 class AdmissionCycle:
-    def __init__(self, engine: AdmissionEngine, now: float, result: CycleResult) -> None:
+    def __init__(self, engine: EngineCore, now: float, result: CycleResult) -> None:
         self.engine = engine
         self.now = now
         self.result = result

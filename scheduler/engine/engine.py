@@ -9,7 +9,6 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterable
-from datetime import datetime
 
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
@@ -24,6 +23,7 @@ from scheduler.api.kueue import (
 )
 from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
 from scheduler.engine.config import EngineConfig
+from scheduler.engine.core import parse_timestamp as parse_timestamp  # re-exported: callers import it from here
 from scheduler.engine.cycle import AdmissionCycle
 from scheduler.engine.node_failures import ReplacedPlacement, handle_node_failure
 from scheduler.engine.placement import PlacementBook
@@ -36,16 +36,6 @@ from scheduler.engine.workloads import (
     WorkloadState,
     workload_info,
 )
-
-
-def parse_timestamp(text: str | None) -> float | None:
-    """RFC 3339 (as Kubernetes writes timestamps) to epoch seconds; None if absent or unreadable."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 class AdmissionEngine:

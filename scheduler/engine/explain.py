@@ -22,7 +22,7 @@ from scheduler.engine.results import CycleResult
 from scheduler.engine.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
-    from scheduler.engine.engine import AdmissionEngine
+    from scheduler.engine.core import EngineCore
 
 MODE_WORDS = {
     Mode.FIT: "fits",
@@ -145,7 +145,7 @@ def _borrowing(cq: ClusterQueueInfo, assignment: Assignment) -> dict[tuple[str, 
 
 
 def _preemption(
-    engine: AdmissionEngine, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment
+    engine: EngineCore, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment
 ) -> PreemptionNeed:
     spec = cq.spec.spec.preemption
     policy: dict[str, str] = {
@@ -179,7 +179,7 @@ def _preemption(
     return PreemptionNeed(True, True, policy, chosen, f"would preempt {len(chosen)} workload(s)")
 
 
-def explain_admission(engine: AdmissionEngine, key: str, now: float) -> AdmissionExplanation | None:
+def explain_admission(engine: EngineCore, key: str, now: float) -> AdmissionExplanation | None:
     """The engine's account of why the pending workload ``key`` is not admitted now.
 
     None when the workload is unknown or not waiting in a ClusterQueue (its report's reason

@@ -14,10 +14,10 @@ from scheduler.engine.flavors import Mode, assign_flavors
 from scheduler.engine.workloads import workload_info
 
 if TYPE_CHECKING:
-    from scheduler.engine.engine import AdmissionEngine
+    from scheduler.engine.core import EngineCore
 
 
-def never_fits_reason(engine: AdmissionEngine, workload: Workload) -> str | None:
+def never_fits_reason(engine: EngineCore, workload: Workload) -> str | None:
     """Why ``workload`` could never be admitted, even on an empty cluster; None if it could."""
     model = engine.model
     info = workload_info(workload, priority=engine.priority_of(workload), created=0.0, sequence=-1)

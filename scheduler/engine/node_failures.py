@@ -16,7 +16,7 @@ from scheduler.engine.results import EvictedWorkload
 from scheduler.engine.workloads import WorkloadState
 
 if TYPE_CHECKING:
-    from scheduler.engine.engine import AdmissionEngine
+    from scheduler.engine.core import EngineCore
 
 NODE_FAILURES = "NodeFailures"
 
@@ -34,7 +34,7 @@ def _uses(placement: Any, node: str) -> bool:
     return any(node in pod_set.nodes for pod_set in getattr(placement, "pod_sets", ()))
 
 
-def handle_node_failure(engine: AdmissionEngine, node: str, now: float) -> list[ReplacedPlacement | EvictedWorkload]:
+def handle_node_failure(engine: EngineCore, node: str, now: float) -> list[ReplacedPlacement | EvictedWorkload]:
     """Every admitted workload placed on ``node``: re-placed, or evicted with ``NodeFailures``."""
     from scheduler.topology import PlacementFailure
 

@@ -12,6 +12,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from runtimes.k8s.core import Node
+from scheduler.engine.restore_placements import restored_placements
 
 if TYPE_CHECKING:
     from scheduler.api.kueue import Admission as AdmissionStatus
@@ -241,8 +242,6 @@ class PlacementBook:
         the workload frees them and ``node_failed`` can move its pods. Returns notes on pods that
         could not be restored (their node is gone, the assignment is unreadable...).
         """
-        from scheduler.engine.restore import restored_placements
-
         if info.admission is None:
             return []
         pod_sets = {p.name: p for p in info.pod_sets}

@@ -12,7 +12,7 @@ from runtimes.k8s.quantity import format_amount
 from scheduler.engine.workloads import WorkloadInfo, WorkloadState
 
 if TYPE_CHECKING:
-    from scheduler.engine.engine import AdmissionEngine
+    from scheduler.engine.core import EngineCore
     from scheduler.engine.quota import FlavorResource
 
 
@@ -37,7 +37,7 @@ def workload_status(workload: WorkloadInfo) -> str:
     return "Pending"
 
 
-def waiting_reason(engine: AdmissionEngine, workload: WorkloadInfo) -> str:
+def waiting_reason(engine: EngineCore, workload: WorkloadInfo) -> str:
     """Why a workload is where it is, in words: the engine's reason, an inactive ClusterQueue's,
     the reason its kind was parked with, or its place in the line."""
     reason = workload.reason
@@ -50,7 +50,7 @@ def waiting_reason(engine: AdmissionEngine, workload: WorkloadInfo) -> str:
     return reason
 
 
-def workload_report(engine: AdmissionEngine, workload: WorkloadInfo) -> dict[str, Any]:
+def workload_report(engine: EngineCore, workload: WorkloadInfo) -> dict[str, Any]:
     reason = waiting_reason(engine, workload)
     report: dict[str, Any] = {
         "namespace": workload.namespace,
@@ -78,7 +78,7 @@ def workload_report(engine: AdmissionEngine, workload: WorkloadInfo) -> dict[str
     return report
 
 
-def cluster_queue_report(engine: AdmissionEngine) -> list[dict[str, Any]]:
+def cluster_queue_report(engine: EngineCore) -> list[dict[str, Any]]:
     reports = []
     for name, cq in sorted(engine.model.cluster_queues.items()):
         borrowed = {fr: cq.node.borrowed(fr) for fr in cq.node.usage}
@@ -98,7 +98,7 @@ def cluster_queue_report(engine: AdmissionEngine) -> list[dict[str, Any]]:
     return reports
 
 
-def report(engine: AdmissionEngine) -> dict[str, Any]:
+def report(engine: EngineCore) -> dict[str, Any]:
     """The whole picture: ``{"workloads": [...], "clusterQueues": [...]}``."""
     workloads = sorted(engine.workloads.values(), key=lambda w: (w.namespace, w.name))
     return {

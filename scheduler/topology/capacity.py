@@ -313,3 +313,7 @@ class CapacityState:
         if PODS in self.resource_index and not requests.get(PODS):
             vector[self.resource_index[PODS]] = 1
         return vector
+
+    def pods_usage(self, requests: Mapping[str, int], pods: int) -> IntArray:
+        """resources × pods: what ``pods`` pods of one shape use, one column per pod."""
+        return np.repeat(self.amounts_vector(requests)[:, None], pods, axis=1)

@@ -8,27 +8,28 @@ domain), so the gang keeps its tier. When there is no room the gang must be requ
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler.topology.graph import IntArray
+from scheduler.topology.capacity import CapacityState
+from scheduler.topology.describe import PlacementDescriber
+from scheduler.topology.graph import IntArray, TopologyIndex
 from scheduler.topology.model import GangPlacement, PlacementFailure, PodSetPlacement
 from scheduler.topology.search import fewest_tightest
 
-if TYPE_CHECKING:
-    from scheduler.topology.placer import TopologyPlacer
-
 
 def replace_failed_node(
-    placer: TopologyPlacer, placement: GangPlacement, failed_node: str
+    index: TopologyIndex,
+    state: CapacityState,
+    describer: PlacementDescriber,
+    placement: GangPlacement,
+    failed_node: str,
 ) -> GangPlacement | PlacementFailure:
     """A new placement with the failed node's pods moved; the other pods keep their nodes.
 
     Pure, like ``place``: the caller then ``release``s the old placement and ``reserve``s the
     new one.
     """
-    index, state = placer.index, placer.state
     failed = index.position.get(failed_node)
     if failed is None:
         return PlacementFailure(
@@ -43,12 +44,12 @@ def replace_failed_node(
             if not ranks:
                 pod_sets.append(ps)
                 continue
-            moved = _replacement_nodes(placer, ps, failed, len(ranks))
+            moved = _replacement_nodes(index, state, ps, failed, len(ranks))
             if isinstance(moved, PlacementFailure):
                 return moved
             positions = np.array([index.position[name] for name in ps.nodes], dtype=np.int64)
             positions[ranks] = moved
-            pod_sets.append(replace(placer.describe_nodes(ps.request, positions), name=ps.name))
+            pod_sets.append(replace(describer.describe(ps.request, positions), name=ps.name))
             delta = np.repeat(state.amounts_vector(ps.requests)[:, None], len(moved), axis=1)
             state.apply(moved, delta)
             applied.append((moved, delta))
@@ -59,9 +60,8 @@ def replace_failed_node(
 
 
 def _replacement_nodes(
-    placer: TopologyPlacer, ps: PodSetPlacement, failed: int, count: int
+    index: TopologyIndex, state: CapacityState, ps: PodSetPlacement, failed: int, count: int
 ) -> IntArray | PlacementFailure:
-    index, state = placer.index, placer.state
     request = ps.request
     shape = state.shape(request.requests, request.tolerations, request.node_selector)
     counts = state.counts(shape, request.tolerations)

@@ -1,0 +1,55 @@
+"""Naming a pod set's chosen nodes: the lowest domain holding them, its level and its children.
+
+``PlacementDescriber`` turns node positions (one per rank, in topology order) into the
+``PodSetPlacement`` the engine records; failures and restored admissions describe their nodes
+the same way as fresh placements do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.topology.graph import IntArray, TopologyIndex
+from scheduler.topology.model import PodSetPlacement, PodSetRequest
+
+
+class PlacementDescriber:
+    """Describes placements on one topology index (rebuilt with it)."""
+
+    def __init__(self, index: TopologyIndex, topology_levels: tuple[str, ...]) -> None:
+        self.index = index
+        self.topology_levels = topology_levels
+        # where the Topology's own levels sit among the effective levels (the clique is extra)
+        self.topology_positions = tuple(i for i, label in enumerate(index.levels) if label in topology_levels)
+
+    def describe(self, request: PodSetRequest, nodes: IntArray) -> PodSetPlacement:
+        """The placement of ``request`` on the nodes at positions ``nodes`` (one per rank)."""
+        index = self.index
+        level, domain, spanned = self.lowest_common_domain(nodes)
+        names = index.names
+        return PodSetPlacement(
+            name=request.name,
+            request=request,
+            level=index.level_names[level],
+            domain=index.values[level][domain] if len(nodes) else (),
+            nodes=tuple([names[i] for i in nodes.tolist()]),
+            spanned=spanned,
+            topology_levels=self.topology_levels,
+            node_values=index.node_values,
+            value_positions=self.topology_positions,
+        )
+
+    def lowest_common_domain(self, nodes: IntArray) -> tuple[int, int, int]:
+        """(level, domain, children spanned) of the lowest domain holding all ``nodes``."""
+        if len(nodes) == 0:
+            return 0, 0, 0
+        index = self.index
+        last = index.depth - 1
+        for level in range(last, -1, -1):
+            ids = index.node_domain[level][nodes]
+            if ids.min() == ids.max():
+                if level == last:
+                    return level, int(ids[0]), 1
+                below = index.node_domain[level + 1][nodes]
+                return level, int(ids[0]), len(np.unique(below))
+        return 0, 0, 0  # unreachable: level 0 has one domain

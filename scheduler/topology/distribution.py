@@ -1,0 +1,176 @@
+"""Choosing the domain for a pod set and spreading its pods over the domain's children.
+
+At the lowest tier where one domain can hold the pod set, the domain whose pods span the fewest
+child domains wins, then the tightest; the pods then descend level by level onto the fewest,
+tightest children. With a slice level, capacity above it is counted in whole slices.
+Unconstrained pod sets skip all that and pack best-fit onto the fullest nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scheduler.topology.capacity import ShapeCounts
+from scheduler.topology.graph import IntArray, TopologyIndex
+from scheduler.topology.model import PlacementFailure, PodSetRequest
+from scheduler.topology.search import fewest_children, fewest_tightest, tightest_domain
+
+
+@dataclass(frozen=True)
+class PodSetLevels:
+    """A pod set's levels as internal indices (0 = the whole flavor)."""
+
+    top: int  # the highest level the single holding domain may be at
+    required: bool
+    slice_level: int | None
+    slice_size: int
+
+    def unit(self, level: int) -> int:
+        """Pods per unit at ``level``: a slice at or above the slice level, else one pod."""
+        if self.slice_level is not None and level <= self.slice_level:
+            return self.slice_size
+        return 1
+
+
+def resolve_levels(index: TopologyIndex, ps: PodSetRequest, where: str) -> PodSetLevels | PlacementFailure:
+    """The pod set's required/preferred/slice levels as indices, or why they are unusable.
+    ``where`` names the Topology and flavor in messages."""
+    accepted = ", ".join(index.levels)
+
+    def index_of(label: str, what: str) -> int | PlacementFailure:
+        found = index.level_index(label)
+        if found is None:
+            return PlacementFailure(
+                f"pod set {ps.name!r}: {what} level {label!r} is not a level of {where}; use one of: {accepted}",
+                ps.name,
+            )
+        return found
+
+    top, required = 0, False
+    if ps.required_level is not None:
+        got = index_of(ps.required_level, "required")
+        if isinstance(got, PlacementFailure):
+            return got
+        top, required = got, True
+    elif ps.preferred_level is not None:
+        got = index_of(ps.preferred_level, "preferred")
+        if isinstance(got, PlacementFailure):
+            return got
+    slice_level: int | None = None
+    size = max(ps.slice_size, 1)
+    if ps.slice_level is not None and size > 1:
+        got = index_of(ps.slice_level, "slice")
+        if isinstance(got, PlacementFailure):
+            return got
+        if got < top:
+            return PlacementFailure(
+                f"pod set {ps.name!r}: slice level {ps.slice_level} is above required level "
+                f"{ps.required_level}; a slice level must be at or below the required level",
+                ps.name,
+            )
+        if ps.count % size:
+            return PlacementFailure(
+                f"pod set {ps.name!r}: count {ps.count} is not a multiple of slice size {size}",
+                ps.name,
+            )
+        slice_level = got
+    return PodSetLevels(top, required, slice_level, size if slice_level is not None else 1)
+
+
+class Distributor:
+    """Domain choice and distribution over one topology index (rebuilt with it)."""
+
+    def __init__(self, index: TopologyIndex) -> None:
+        self.index = index
+        self._first_at: dict[tuple[int, int], IntArray] = {}
+
+    def unit_caps(self, counts: ShapeCounts, level: int, levels: PodSetLevels) -> IntArray:
+        """Per domain at ``level``, in the level's unit: whole slices at or above the slice
+        level, pods below it (inside one slice domain every slice is already in one)."""
+        ls, size = levels.slice_level, levels.slice_size
+        if ls is None or level > ls:
+            return counts.caps[level]
+        if level == ls:
+            return counts.caps[level] // size
+        first = self._first_at.get((level, ls))
+        if first is None:
+            first = self.index.node_domain[ls][self.index.starts[level]]
+            self._first_at[(level, ls)] = first
+        return np.add.reduceat(counts.caps[ls] // size, first)
+
+    def choose_domain(self, counts: ShapeCounts, level: int, caps: IntArray, need: int, levels: PodSetLevels) -> int:
+        """Among the domains at ``level`` with room for ``need`` units: fewest children, tightest."""
+        candidates = np.flatnonzero(caps >= need)
+        if level == self.index.depth - 1 or len(candidates) == 1:
+            return tightest_domain(caps, candidates, None)
+        child = level + 1
+        child_need = need * levels.unit(level) // levels.unit(child)
+        spans = fewest_children(
+            self.unit_caps(counts, child, levels),
+            self.index.child_lo[level][candidates],
+            self.index.child_hi[level][candidates],
+            child_need,
+        )
+        full_spans = np.full(len(caps), np.iinfo(np.int64).max, dtype=np.int64)
+        full_spans[candidates] = spans
+        return tightest_domain(caps, candidates, full_spans)
+
+    def distribute(
+        self,
+        counts: ShapeCounts,
+        level: int,
+        domain: int,
+        need: int,
+        levels: PodSetLevels,
+        out: list[tuple[int, int]],
+    ) -> None:
+        """Spread ``need`` units of ``domain`` over its fewest, tightest children, down to nodes;
+        appends (node, pods) pairs to ``out``."""
+        last = self.index.depth - 1
+        if level == last:
+            out.append((domain, need * levels.unit(level)))
+            return
+        child = level + 1
+        lo = int(self.index.child_lo[level][domain])
+        hi = int(self.index.child_hi[level][domain])
+        child_need = need * levels.unit(level) // levels.unit(child)
+        caps = self.unit_caps(counts, child, levels)[lo:hi].tolist()
+        picks = fewest_tightest(caps, child_need)
+        if child == last:
+            unit = levels.unit(child)
+            out.extend((lo + offset, amount * unit) for offset, amount in picks)
+            return
+        for offset, amount in picks:
+            self.distribute(counts, child, lo + offset, amount, levels, out)
+
+
+def pack_best_fit(slots: IntArray, ps: PodSetRequest) -> IntArray | None:
+    """Unconstrained: the tightest single node if one holds all, else fullest nodes first.
+    One node position per pod, or None when the flavor has too little room in total."""
+    total = int(slots.sum())
+    if total < ps.count:
+        return None
+    fits = np.flatnonzero(slots >= ps.count)
+    if len(fits):
+        node = tightest_domain(slots, fits, None)
+        return np.full(ps.count, node, dtype=np.int64)
+    candidates = np.flatnonzero(slots > 0)
+    order = candidates[np.argsort(slots[candidates], kind="stable")]
+    running = np.cumsum(slots[order])
+    used = int(np.searchsorted(running, ps.count)) + 1
+    chosen = order[:used]
+    amounts = slots[chosen].copy()
+    amounts[-1] -= int(running[used - 1]) - ps.count
+    return expand(sorted(zip(chosen.tolist(), amounts.tolist(), strict=True)))
+
+
+def expand(picked: list[tuple[int, int]]) -> IntArray:
+    """(node, pods) pairs → one node per rank, ranks in topology (node index) order."""
+    if not picked:
+        return np.zeros(0, dtype=np.int64)
+    picked.sort()
+    nodes = np.array([p[0] for p in picked], dtype=np.int64)
+    repeats = np.array([p[1] for p in picked], dtype=np.int64)
+    return np.repeat(nodes, repeats)

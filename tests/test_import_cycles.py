@@ -1,0 +1,95 @@
+"""No file-level import cycles inside ``scheduler``: arrows between modules point one way.
+
+A cycle hidden under ``TYPE_CHECKING`` or inside a function is still a cycle in the design (the two
+modules cannot be understood apart), so every import statement counts, wherever it sits.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("scheduler",)
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        for target in targets:
+            # `from pkg import mod` names a module; `from mod import thing` names the module itself.
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> nx.DiGraph:
+    files = {_module_name(p, root): p for pkg in packages for p in (root / pkg).rglob("*.py")}
+    known = set(files)
+    graph: nx.DiGraph = nx.DiGraph()
+    for name, path in files.items():
+        graph.add_node(name)
+        for target in _imported_modules(path, name, known):
+            graph.add_edge(name, target)
+    return graph
+
+
+def file_cycles(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[list[str]]:
+    """Every cycle between modules, ignoring package ``__init__`` re-exports (a facade imports down)."""
+    graph = import_graph(root, packages)
+    package_nodes = {n for n in graph if (root / n.replace(".", "/") / "__init__.py").exists()}
+    graph.remove_nodes_from(package_nodes)
+    return sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1)
+
+
+# Cycles known and owned elsewhere this session; each entry must still exist (the test below
+# says when one is gone so it is dropped from here).
+KNOWN = [["scheduler.controllers.health", "scheduler.controllers.queue_controller"]]
+
+
+def test_no_file_level_import_cycles() -> None:
+    cycles = file_cycles()
+    new = [c for c in cycles if c not in KNOWN]
+    assert not new, "import cycles between modules: " + "; ".join(" <-> ".join(c) for c in new)
+    gone = [c for c in KNOWN if c not in cycles]
+    assert not gone, f"no longer a cycle, drop it from KNOWN: {gone}"
+
+
+def test_the_finder_sees_cycles_under_type_checking_and_relative_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg.a import A\n")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\nA = 1\n")
+    (pkg / "b.py").write_text("from .a import A\nB = A\n")
+    (pkg / "c.py").write_text("from pkg import b\n")
+    assert file_cycles(tmp_path, ("pkg",)) == [["pkg.a", "pkg.b"]]
+    (pkg / "a.py").write_text("A = 1\n")
+    assert file_cycles(tmp_path, ("pkg",)) == []
+
+
+if __name__ == "__main__":
+    for cycle in file_cycles():
+        print(" <-> ".join(cycle))
