@@ -288,3 +288,16 @@ def _validate_jobset_policies(template_spec: dict[str, Any], job_names: set[str]
                     )
                 )
     return errors
+
+
+def validate_jobset_spec(spec: dict[str, Any]) -> list[FieldError]:
+    """A JobSet's own rules (its webhook's and the batch/v1 Job rules of its templates), for a
+    JobSet given as such rather than as a runtime's template; paths start at ``spec``."""
+    jobs: list[dict[str, Any]] = spec.get("replicatedJobs") or []
+    names = {str(job.get("name")) for job in jobs}
+    errors = _validate_replicated_jobs(jobs) + _validate_jobset_policies(spec, names)
+    prefix = "spec.template.spec."
+    return [
+        FieldError("spec." + error.path[len(prefix) :], error.message) if error.path.startswith(prefix) else error
+        for error in errors
+    ]
