@@ -1,0 +1,192 @@
+"""Trainer's jax, xgboost, volcano, flux and torch (envInjection, PET_*) behaviour, and steps by label."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
+from runtimes.errors import RenderError
+from runtimes.render import RenderedTrainJob, render_trainjob
+from runtimes.runtime_validation import validate_jobset_spec, validate_runtime
+
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def runtime(
+    name: str,
+    ml_policy: dict[str, Any],
+    *,
+    pod_group_policy: dict[str, Any] | None = None,
+    job_name: str = "node",
+    labelled: bool = True,
+    pod_spec: dict[str, Any] | None = None,
+) -> ClusterTrainingRuntime:
+    job: dict[str, Any] = {
+        "name": job_name,
+        "template": {
+            "spec": {"template": {"spec": pod_spec or {"containers": [{"name": "node", "image": "busybox"}]}}}
+        },
+    }
+    if labelled:
+        job["template"]["metadata"] = {"labels": {ANCESTOR: "trainer"}}
+    spec: dict[str, Any] = {"mlPolicy": ml_policy, "template": {"spec": {"replicatedJobs": [job]}}}
+    if pod_group_policy is not None:
+        spec["podGroupPolicy"] = pod_group_policy
+    return ClusterTrainingRuntime.model_validate(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+    )
+
+
+def trainjob(runtime_name: str, trainer: dict[str, Any] | None = None, **metadata: Any) -> TrainJob:
+    spec: dict[str, Any] = {"runtimeRef": {"name": runtime_name}}
+    if trainer is not None:
+        spec["trainer"] = trainer
+    return TrainJob.model_validate(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "job", "namespace": "default", **metadata},
+            "spec": spec,
+        }
+    )
+
+
+def job_of(rendered: RenderedTrainJob, name: str = "node") -> dict[str, Any]:
+    found: dict[str, Any] = next(j for j in rendered.jobset.to_dict()["spec"]["replicatedJobs"] if j["name"] == name)
+    return found
+
+
+def env_of(
+    rendered: RenderedTrainJob, name: str = "node", container: str = "node", init: bool = False
+) -> dict[str, Any]:
+    pod_spec = job_of(rendered, name)["template"]["spec"]["template"]["spec"]
+    chosen = next(c for c in pod_spec["initContainers" if init else "containers"] if c["name"] == container)
+    return {item["name"]: item.get("value", item.get("valueFrom")) for item in chosen.get("env") or []}
+
+
+def test_jax_honours_num_nodes_and_sets_the_coordinator() -> None:
+    rendered = render_trainjob(trainjob("jax", {"numNodes": 3}), runtime("jax", {"numNodes": 1, "jax": {}}))
+    assert job_of(rendered)["template"]["spec"]["parallelism"] == 3
+    env = env_of(rendered)
+    assert env["JAX_NUM_PROCESSES"] == "3"
+    assert env["JAX_COORDINATOR_ADDRESS"] == "job-node-0-0.job:6666"
+    assert env["JAX_PROCESS_ID"] == {
+        "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+    }
+
+
+def test_xgboost_counts_one_worker_per_gpu_and_refuses_reserved_env() -> None:
+    rt = runtime("xgb", {"numNodes": 1, "xgboost": {}})
+    rendered = render_trainjob(
+        trainjob("xgb", {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}}), rt
+    )
+    env = env_of(rendered)
+    assert (env["DMLC_NUM_WORKER"], env["DMLC_TRACKER_URI"], env["DMLC_TRACKER_PORT"]) == (
+        "8",
+        "job-node-0-0.job",
+        "29500",
+    )
+    with pytest.raises(RenderError, match="DMLC_NUM_WORKER is reserved for the XGBoost runtime"):
+        render_trainjob(trainjob("xgb", {"env": [{"name": "DMLC_NUM_WORKER", "value": "3"}]}), rt)
+
+
+def test_volcano_builds_its_pod_group_with_queue_and_priority_class() -> None:
+    pod_spec = {
+        "priorityClassName": "high",
+        "containers": [{"name": "node", "image": "x", "resources": {"requests": {"cpu": "2"}}}],
+    }
+    rt = runtime("vc", {"numNodes": 1, "torch": {}}, pod_group_policy={"volcano": {}}, pod_spec=pod_spec)
+    job = trainjob("vc", {"numNodes": 4}, annotations={"scheduling.volcano.sh/queue-name": "research"})
+    rendered = render_trainjob(job, rt)
+    assert rendered.pod_group is not None
+    group = rendered.pod_group.to_dict()
+    assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert group["spec"] == {
+        "minMember": 4,
+        "minResources": {"cpu": "8"},
+        "queue": "research",
+        "priorityClassName": "high",
+    }
+    annotations = job_of(rendered)["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["scheduling.k8s.io/group-name"] == "job"
+    empty = trainjob("vc", annotations={"scheduling.volcano.sh/queue-name": ""})
+    with pytest.raises(RenderError, match="Volcano queue name must not be empty"):
+        render_trainjob(empty, rt)
+
+
+def test_flux_runtimes_are_refused_with_the_reason() -> None:
+    problems = validate_runtime(runtime("flux", {"numNodes": 1, "flux": {}}))
+    assert [p.path for p in problems] == ["spec.mlPolicy.flux"]
+    assert "not supported by trainyard" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("trainer", "expected"),
+    [
+        (None, "1"),
+        ({"resourcesPerNode": {"requests": {"cpu": "3"}, "limits": {"cpu": "6"}}}, "3"),
+        ({"resourcesPerNode": {"limits": {"nvidia.com/gpu": 2}}}, "auto"),
+    ],
+    ids=["no-trainer", "requests-first", "gpu-auto"],
+)
+def test_pet_env_even_without_spec_trainer(trainer: dict[str, Any] | None, expected: str) -> None:
+    rendered = render_trainjob(trainjob("torch", trainer), runtime("torch", {"numNodes": 2, "torch": {}}))
+    env = env_of(rendered)
+    assert (env["PET_NNODES"], env["PET_NPROC_PER_NODE"]) == ("2", expected)
+
+
+def test_torchtune_gets_pet_counts_but_its_rendezvous_on_the_command_line() -> None:
+    rt = runtime("torchtune-llama3.2-1b", {"numNodes": 1, "torch": {}})
+    rendered = render_trainjob(trainjob("torchtune-llama3.2-1b", {"command": ["tune", "run"]}), rt)
+    env = env_of(rendered)
+    assert {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK"} <= set(env)
+    assert "PET_MASTER_ADDR" not in env
+
+
+def test_env_injection_reaches_the_named_init_container_and_checks_names() -> None:
+    pod_spec = {
+        "initContainers": [{"name": "preflight", "image": "x"}],
+        "containers": [{"name": "node", "image": "x"}],
+    }
+    targets = {"targets": [{"jobName": "node", "containerNames": ["preflight"]}]}
+    rt = runtime("inj", {"numNodes": 2, "torch": {"envInjection": targets}}, pod_spec=pod_spec)
+    env = env_of(render_trainjob(trainjob("inj"), rt), container="preflight", init=True)
+    assert (env["PET_NNODES"], env["PET_MASTER_ADDR"]) == ("2", "job-node-0-0.job")
+    wrong = {"targets": [{"jobName": "node", "containerNames": ["missing"]}]}
+    bad = runtime("inj", {"numNodes": 2, "torch": {"envInjection": wrong}}, pod_spec=pod_spec)
+    with pytest.raises(RenderError, match="container 'missing' not found in runtime template"):
+        render_trainjob(trainjob("inj"), bad)
+
+
+def test_steps_are_known_by_the_ancestor_label_only() -> None:
+    unlabelled = render_trainjob(trainjob("plain", {"numNodes": 3}), runtime("plain", {"numNodes": 2}, labelled=False))
+    assert job_of(unlabelled)["template"]["spec"]["parallelism"] == 1
+    labelled = render_trainjob(
+        trainjob("plain", {"numNodes": 3}), runtime("plain", {"numNodes": 2}, job_name="workers")
+    )
+    assert job_of(labelled, "workers")["template"]["spec"]["parallelism"] == 3
+
+
+def test_pod_failure_rule_with_exit_codes_and_empty_pod_conditions_is_valid() -> None:
+    rule = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}, "onPodConditions": []}
+    job = {
+        "name": "workers",
+        "template": {
+            "spec": {
+                "podFailurePolicy": {"rules": [rule]},
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x"}]}},
+            }
+        },
+    }
+    assert validate_jobset_spec({"replicatedJobs": [job]}) == []
+    rule["onExitCodes"] = None
+    assert [p.path for p in validate_jobset_spec({"replicatedJobs": [job]})] == [
+        "spec.replicatedJobs[0].template.spec.podFailurePolicy.rules[0]"
+    ]
