@@ -175,7 +175,11 @@ def test_steps_are_known_by_the_ancestor_label_only() -> None:
 
 
 def test_pod_failure_rule_with_exit_codes_and_empty_pod_conditions_is_valid() -> None:
-    rule = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}, "onPodConditions": []}
+    rule: dict[str, Any] = {
+        "action": "FailJob",
+        "onExitCodes": {"operator": "In", "values": [42]},
+        "onPodConditions": [],
+    }
     job = {
         "name": "workers",
         "template": {
