@@ -29,10 +29,14 @@ from kubernetes_asyncio import client as k8s_client
 from scheduler.controllers.launcher import LauncherMode
 from scheduler.controllers.service import ControllerService, build_controller_service
 from scheduler.engine import EngineConfig
+from scheduler.engine.config import WaitForPodsReady
 from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, load_api_client
 from scheduler.kube.backoff import Backoff
 from simulations.sandbox.apiserver import FakeApiServer
+from simulations.sandbox.cluster import scenario_objects
+from simulations.sandbox.kwok import KwokStages
 from simulations.sandbox.standins import Standins
+from simulations.scenarios import Scenario
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 
@@ -69,11 +73,19 @@ class RunningControllers:
 class LocalCluster:
     """``async with LocalCluster(objects) as cluster:`` — a seeded API server and a client for it."""
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]] = (), *, workdir: Path | None = None) -> None:
-        self.server = FakeApiServer()
+    def __init__(
+        self,
+        objects: Iterable[Mapping[str, Any]] = (),
+        *,
+        workdir: Path | None = None,
+        server: FakeApiServer | None = None,
+        kubeconfig: Path | None = None,
+    ) -> None:
+        self.server = server or FakeApiServer()
         self._objects = [dict(o) for o in objects]
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self._workdir = workdir
+        self._kubeconfig_out = kubeconfig  # default: WORKDIR/kubeconfig
         self.kubeconfig = Path()
         self._api_client: k8s_client.ApiClient | None = None
         self._replicas: list[RunningControllers] = []
@@ -90,21 +102,25 @@ class LocalCluster:
         if self._workdir is None:
             self._tempdir = tempfile.TemporaryDirectory(prefix="trainyard-local-")
             self._workdir = Path(self._tempdir.name)
-        self.kubeconfig = self.server.write_kubeconfig(self._workdir / "kubeconfig")
+        self.kubeconfig = self.server.write_kubeconfig(self._kubeconfig_out or self._workdir / "kubeconfig")
         for document in self._objects:
             self.server.seed(document)
         self._api_client = await load_api_client(self.kubeconfig)
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def stop_workers(self) -> None:
+        """Stop every controller replica and the stand-ins; the server keeps serving."""
         for replica in list(self._replicas):
             await replica.stop()
         self._replicas.clear()
         if self._standins is not None:
             await self._standins.stop()
             self._standins = None
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop_workers()
         if self._api_client is not None:
             await self._api_client.close()
             self._api_client = None
@@ -144,10 +160,229 @@ class LocalCluster:
         self._replicas.remove(replica)
         return await self.start_controllers(**options)
 
-    async def start_standins(self, *, run_seconds: float = 1.0, start_seconds: float = 0.0) -> Standins:
-        """The JobSet and Job controllers, binder and pod runner a cluster would run."""
+    async def start_standins(
+        self, *, run_seconds: float = 1.0, start_seconds: float = 0.0, runner: bool = True
+    ) -> Standins:
+        """The JobSet and Job controllers, binder and pod runner a cluster would run.
+
+        ``runner=False`` leaves the pods to something else (the sandbox's KWOK stages).
+        """
         if self._standins is None:
-            self._standins = Standins(self.client, run_seconds=run_seconds, start_seconds=start_seconds)
+            self._standins = Standins(self.client, run_seconds=run_seconds, start_seconds=start_seconds, runner=runner)
             self._standins.start()
             await self._standins.synced()
         return self._standins
+
+
+# ------------------------------------------------------------------------------------ Sandbox
+
+WEBHOOK_SERVICE = ("trainyard-system", "trainyard-webhook", 443)  # as manifests/webhook names it
+
+
+def webhook_configurations(ca_pem: bytes) -> list[dict[str, Any]]:
+    """trainyard's manifests/webhook configurations with ``caBundle`` set to ``ca_pem``."""
+    import base64
+
+    path = MANIFESTS / "webhook" / "webhook-configurations.yaml"
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    bundle = base64.b64encode(ca_pem).decode("ascii")
+    for document in documents:
+        for webhook in document.get("webhooks") or []:
+            webhook["clientConfig"]["caBundle"] = bundle
+    return documents
+
+
+def bundled_runtimes() -> list[dict[str, Any]]:
+    """Every ClusterTrainingRuntime in manifests/runtimes."""
+    return [builtin_runtime(path.stem) for path in sorted((MANIFESTS / "runtimes").glob("*.yaml"))]
+
+
+class Sandbox:
+    """The whole trainyard service against a sandbox cluster, in this process, on loopback.
+
+    Usage::
+
+        async with Sandbox(scenario="gpu-1k", speedup=60.0) as sb:
+            sb.kubeconfig_path          # a kubeconfig any client can use (HTTPS, bearer token)
+            client = sb.client()        # a KubeClient on it (closed with the sandbox)
+            api = await sb.api_client() # a fresh kubernetes-asyncio ApiClient; the caller closes it
+            sb.server.requests          # every request the API server served (``api_requests``)
+
+    On entry it starts the API server (HTTPS with a generated CA, bearer token), seeds the
+    scenario's Namespaces, Nodes, Kueue objects and KWOK Stages (``simulations.sandbox.cluster``,
+    default: the small ``sandbox`` scenario) and the bundled ClusterTrainingRuntimes, starts
+    trainyard's admission webhook (the real ``webhooks`` app over HTTPS, fed by informers on the
+    sandbox) and registers it with manifests/webhook's configurations, then runs trainyard's
+    controllers and the stand-ins (JobSet, Job, binder) and the KWOK stages that move Nodes and
+    Pods. ``speedup`` divides every Stage delay (a pod whose Stage says 60 s runs 1 s at 60×).
+    Each part can be left out (``webhook=False`` ...). Exit stops everything, in reverse order.
+
+    Arguments are keyword-only after ``scenario`` and stable; new ones are added, none removed.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | str | Path | None = None,
+        *,
+        speedup: float = 1.0,
+        port: int = 0,
+        kubeconfig_out: Path | None = None,
+        webhook: bool = True,
+        controllers: bool = True,
+        standins: bool = True,
+        kwok: bool = True,
+        launcher_mode: LauncherMode = "jobset",
+        engine_config: EngineConfig | None = None,
+        extra_objects: Iterable[Mapping[str, Any]] = (),
+    ) -> None:
+        if speedup <= 0:
+            raise ValueError(f"speedup must be positive, got {speedup}")
+        self.objects = scenario_objects(scenario)
+        self.scenario = self.objects.scenario
+        self.speedup = speedup
+        self.server = FakeApiServer(port=port, tls=True, collect_dangling=True)
+        documents = [*self.objects.documents, *bundled_runtimes(), *(dict(o) for o in extra_objects)]
+        self.cluster = LocalCluster(documents, server=self.server, kubeconfig=kubeconfig_out)
+        self._parts = {"webhook": webhook, "controllers": controllers, "standins": standins, "kwok": kwok}
+        self.launcher_mode: LauncherMode = launcher_mode
+        self.engine_config = engine_config or scenario_engine_config(self.scenario)
+        self.webhook: SandboxWebhook | None = None
+        self.kwok: KwokStages | None = None
+        self.controllers: RunningControllers | None = None
+        self._api_clients: list[k8s_client.ApiClient] = []
+
+    # ------------------------------------------------------------------------------ access
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.cluster.kubeconfig
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def api_requests(self) -> int:
+        return len(self.server.requests)
+
+    def client(self) -> KubeClient:
+        """A KubeClient on the sandbox's shared connection (valid until the sandbox stops)."""
+        return self.cluster.client
+
+    async def api_client(self) -> k8s_client.ApiClient:
+        """A new kubernetes-asyncio ApiClient from the kubeconfig; close it (or the sandbox does)."""
+        api = await load_api_client(self.kubeconfig_path)
+        self._api_clients.append(api)
+        return api
+
+    # --------------------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> Sandbox:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        await self.cluster.__aenter__()
+        if self._parts["webhook"]:
+            self.webhook = SandboxWebhook(self.kubeconfig_path)
+            await self.webhook.start()
+            self.server.admission.services[WEBHOOK_SERVICE] = f"127.0.0.1:{self.webhook.port}"
+            for document in webhook_configurations(self.webhook.ca_pem):
+                self.server.seed(document)
+        if self._parts["standins"]:
+            await self.cluster.start_standins(runner=not self._parts["kwok"])
+        if self._parts["kwok"]:
+            self.kwok = KwokStages(self.client(), self.objects.stages, speedup=self.speedup)
+            self.kwok.start()
+            await self.kwok.synced()
+        if self._parts["controllers"]:
+            self.controllers = await self.cluster.start_controllers(
+                launcher_mode=self.launcher_mode, config=self.engine_config, identity="sandbox-0"
+            )
+
+    async def stop(self) -> None:
+        for api in self._api_clients:
+            await api.close()
+        self._api_clients.clear()
+        # writers first, then the webhook they call through the server, then the server
+        await self.cluster.stop_workers()
+        self.controllers = None
+        if self.kwok is not None:
+            await self.kwok.stop()
+            self.kwok = None
+        if self.webhook is not None:
+            await self.webhook.stop()
+            self.webhook = None
+        await self.cluster.__aexit__(None, None, None)
+
+
+def scenario_engine_config(scenario: Scenario) -> EngineConfig:
+    """The engine settings the embedded simulator runs ``scenario`` with."""
+    wait = WaitForPodsReady(timeout_seconds=scenario.pods_ready_timeout) if scenario.pods_ready_timeout else None
+    return EngineConfig(fair_sharing=scenario.fair_sharing, wait_for_pods_ready=wait)
+
+
+class SandboxWebhook:
+    """trainyard's admission webhook (``webhooks.server``) over HTTPS on loopback, fed from a cluster.
+
+    Its certificate names the Service manifests/webhook declares (``trainyard-webhook.
+    trainyard-system.svc``), which is the name the sandbox API server checks when it calls it.
+    """
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.port = 0
+        self.ca_pem = b""
+        self._server: Any = None
+        self._group: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._api_client: k8s_client.ApiClient | None = None
+
+    async def start(self, timeout: float = 30.0) -> None:
+        import ssl
+
+        from scheduler.kube import InformerGroup
+        from webhooks.objects import CACHED_KINDS, ObjectCache
+        from webhooks.server import WebhookServer
+        from webhooks.tls import self_signed, service_hosts
+
+        namespace, name, _ = WEBHOOK_SERVICE
+        bundle = self_signed(service_hosts(name, namespace))
+        self.ca_pem = bundle.ca.cert_pem
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        with tempfile.TemporaryDirectory(prefix="trainyard-webhook-") as scratch:
+            files = bundle.write(Path(scratch))
+            context.load_cert_chain(files.cert, files.key)
+        cache = ObjectCache()
+        self._api_client = await load_api_client(self.kubeconfig)
+        self._group = InformerGroup(
+            KubeClient(self._api_client), [*CACHED_KINDS, "Namespace"], cache, settings=LOCAL_INFORMERS
+        )
+        self._task = asyncio.create_task(self._group.run(), name="sandbox-webhook-informers")
+        async with asyncio.timeout(timeout):
+            await self._group.synced.wait()
+        self._server = WebhookServer(cache, context, host="127.0.0.1", port=0, shutdown_timeout=1.0)
+        self.port = await self._server.start()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._api_client is not None:
+            await self._api_client.close()
+            self._api_client = None

@@ -12,6 +12,7 @@ bearer token written into the kubeconfig, so a client that loses its credentials
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from .records import StoredEvent, Subscription
 from .routes import Target, parse_target, request_verb
 from .selectors import parse_field_selector, parse_label_selector
 from .store import DEFAULT_HISTORY, Store
+from .tls import ServingCertificates
+from .tls import generate as generate_certificates
 
 DEFAULT_TOKEN = "trainyard-fake-token"
 SEED_NAMESPACES = ("default", "kube-system")
@@ -93,6 +96,7 @@ class FakeApiServer:
         token: str | None = DEFAULT_TOKEN,
         host: str = "127.0.0.1",
         port: int = 0,
+        tls: bool = False,
     ) -> None:
         self.registry = registry or Registry()
         # collect_dangling: objects created with owners that do not exist are deleted, as the real
@@ -105,6 +109,8 @@ class FakeApiServer:
         self.token = token
         self.host = host
         self.port = port
+        # tls: serve HTTPS with a CA generated now; its PEM goes into the kubeconfig
+        self.certificates: ServingCertificates | None = generate_certificates() if tls else None
         self.requests: list[RecordedRequest] = []
         self.app = web.Application()
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
@@ -116,7 +122,8 @@ class FakeApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.certificates is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     async def start(self) -> str:
         # handler_cancellation: a watch whose client went away ends at once instead of at its next event
@@ -124,7 +131,8 @@ class FakeApiServer:
             self.app, handle_signals=False, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        context = self.certificates.server_context() if self.certificates is not None else None
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=context)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         return self.url
@@ -144,17 +152,26 @@ class FakeApiServer:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
-    def write_kubeconfig(self, path: Path, *, namespace: str = "default") -> Path:
-        """A kubeconfig whose current context points at this server with its bearer token."""
+    def write_kubeconfig(self, path: Path, *, namespace: str = "default", name: str = "fake") -> Path:
+        """A kubeconfig whose current context (``name``) points at this server with its bearer token.
+
+        Over HTTPS the cluster entry carries the generated CA as ``certificate-authority-data``.
+        The file is written owner-only (it holds the token), as kubectl writes its own.
+        """
         user: dict[str, Any] = {"token": self.token} if self.token else {}
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.certificates is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.certificates.ca_pem).decode("ascii")
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "fake", "user": user}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": namespace}}],
-            "current-context": "fake",
+            "clusters": [{"name": name, "cluster": cluster}],
+            "users": [{"name": name, "user": user}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}],
+            "current-context": name,
         }
+        path.touch(mode=0o600)
+        path.chmod(0o600)
         path.write_text(yaml.safe_dump(config))
         return path
 

@@ -1,0 +1,302 @@
+"""KWOK's controller over the API: Stages move the sandbox's Nodes and Pods, heartbeats keep Nodes alive.
+
+``KwokStages(client, stages, speedup=...)`` watches Nodes and Pods and plays the same Stage
+objects, with the same semantics, that the embedded simulator plays (``simulations.kwok``):
+KWOK manages the Nodes annotated ``kwok.x-k8s.io/node: fake`` and the Pods bound to them. For a
+managed object it picks one of the matching Stages (by weight), waits the Stage's delay divided
+by ``speedup``, checks the Stage still matches the object as it is then, and applies its
+``next``: ``delete`` deletes the object (grace period 0), a ``statusTemplate`` becomes one
+``/status`` patch. A change restarts the choice, as a watch event does in KWOK; a Stage still
+chosen keeps its deadline.
+
+The Go template is not executed: its fields are rendered as KWOK's own templates render them —
+``phase``, conditions (merged by type), ``podIP``/``hostIP``, ``startTime``, container statuses
+whose state follows the phase (running, or terminated with exit code 0 when Succeeded and 1
+when Failed), a Node's ``addresses``; ``allocatable``/``capacity`` keep what the Node has.
+
+Heartbeats: every ``heartbeat_seconds`` (wall-clock) each managed, Ready Node's Lease in
+``kube-node-lease`` is renewed, as a kubelet with leases does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import hashlib
+import logging
+import random
+from types import TracebackType
+from typing import Any
+
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.runtime import Controller, ReconcileResult
+from scheduler.kube import Informer, InformerSettings, KubeApiError, KubeClient, patch_status
+from simulations.kwok import KWOK_NODE_ANNOTATION, Stage
+
+from .standins.conditions import now_text
+from .standins.keys import object_key, reconciled, split_key, standin_queue
+from .standins.standins import fast_informers
+
+log = logging.getLogger(__name__)
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+LEASE_DURATION_SECONDS = 40
+
+
+def _ip(seed: str, prefix: str) -> str:
+    digest = hashlib.sha256(seed.encode()).digest()
+    return f"{prefix}.{digest[0]}.{digest[1] % 254 + 1}"
+
+
+def _container_state(phase: str, now: str) -> tuple[dict[str, Any], bool]:
+    if phase == "Succeeded":
+        return {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}}, False
+    if phase == "Failed":
+        return {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now, "finishedAt": now}}, False
+    return {"running": {"startedAt": now}}, True
+
+
+def render_status(stage: Stage, obj: dict[str, Any], now: str) -> dict[str, Any]:
+    """The status patch a Stage's ``statusTemplate`` gives ``obj`` (see the module docstring)."""
+    effect = stage.effect
+    current: dict[str, Any] = obj.get("status") or {}
+    status: dict[str, Any] = {}
+    phase = effect.phase or current.get("phase")
+    if effect.phase is not None:
+        status["phase"] = effect.phase
+    if effect.conditions is not None:
+        merged = {c.get("type"): dict(c) for c in current.get("conditions") or []}
+        for kind, value in effect.conditions:
+            old = merged.get(kind)
+            changed = old is None or old.get("status") != value
+            condition = {"type": kind, "status": value}
+            condition["lastTransitionTime"] = now if changed or old is None else old.get("lastTransitionTime", now)
+            if stage.kind == "Node":
+                condition["lastHeartbeatTime"] = now
+                if kind == "Ready" and value == "True":
+                    condition.update(reason="KubeletReady", message="kubelet is posting ready status")
+            merged[kind] = condition
+        status["conditions"] = list(merged.values())
+    metadata = obj.get("metadata") or {}
+    node_name = str((obj.get("spec") or {}).get("nodeName") or "")
+    for field in effect.fields:
+        if field in ("podIP", "hostIP") and not current.get(field):
+            if field == "podIP":
+                status[field] = _ip(f"{metadata.get('namespace')}/{metadata.get('name')}", "10.244")
+            else:
+                status[field] = _ip(node_name, "10.0")
+        elif field == "startTime" and not current.get(field):
+            status[field] = now
+        elif field == "containerStatuses":
+            state, ready = _container_state(str(phase), now)
+            status[field] = [
+                {
+                    "name": c.get("name", ""),
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": ready,
+                    "started": ready,
+                    "restartCount": 0,
+                    "state": state,
+                }
+                for c in (obj.get("spec") or {}).get("containers") or []
+            ]
+        elif field == "addresses" and stage.kind == "Node":
+            status[field] = [{"type": "InternalIP", "address": _ip(str(metadata.get("name")), "10.0")}]
+    return status
+
+
+class KwokStages:
+    """A ``scheduler.controllers`` reconciler of ``Kind:key`` strings, plus the heartbeat task."""
+
+    name = "kwok-stages"
+
+    def __init__(
+        self,
+        client: KubeClient,
+        stages: list[Stage],
+        *,
+        speedup: float = 1.0,
+        seed: int = 0,
+        heartbeat_seconds: float | None = 10.0,
+        workers: int = 4,
+        informer_settings: InformerSettings | None = None,
+    ) -> None:
+        if speedup <= 0:
+            raise ValueError(f"speedup must be positive, got {speedup}")
+        self.client = client
+        self.speedup = speedup
+        self.heartbeat_seconds = heartbeat_seconds
+        self.rng = random.Random(seed)
+        self.stages = {kind: [s for s in stages if s.kind == kind] for kind in ("Node", "Pod")}
+        self.cache = ClusterCache()
+        settings = informer_settings or fast_informers()
+        self.informers = [Informer(client, kind, self.cache, settings=settings) for kind in ("Node", "Pod")]
+        self.workers = workers
+        self.queue = standin_queue(self.name)
+        self.controller = Controller(self, workers=workers, queue=self.queue)
+        self.pending: dict[str, tuple[Stage, float]] = {}  # key -> chosen stage, loop time due
+        self.applied: list[tuple[str, str]] = []  # (key, stage name), in order: for tests and the demo
+        self._started = 0.0
+        self._tasks: list[asyncio.Task[None]] = []
+        self.cache.on_change("Pod", self._changed("Pod"))
+        self.cache.on_change("Node", self._changed("Node"))
+
+    # ------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        if self._tasks:
+            raise RuntimeError("the KWOK stages are already running")
+        loop = asyncio.get_running_loop()
+        self._started = loop.time()
+        for informer in self.informers:
+            self._tasks.append(loop.create_task(informer.run(), name=f"kwok-informer-{informer.kind.kind}"))
+        self._tasks.append(loop.create_task(self.controller.run(), name="kwok-stages"))
+        if self.heartbeat_seconds is not None:
+            self._tasks.append(loop.create_task(self._heartbeats(self.heartbeat_seconds), name="kwok-heartbeats"))
+
+    async def synced(self, timeout: float = 30.0) -> None:
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+
+    async def stop(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        self.queue.shutdown()
+        while True:  # repeated: see Standins.stop about 3.11's wait_for swallowing a cancel
+            pending = [t for t in tasks if not t.done()]
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=0.5)
+
+    async def __aenter__(self) -> KwokStages:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # --------------------------------------------------------------------------- events
+
+    def _changed(self, kind: str) -> Any:
+        def handler(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            found = new if new is not None else old
+            if found is not None:
+                self.queue.add(f"{kind}:{object_key(found)}")
+
+        return handler
+
+    def managed(self, kind: str, obj: dict[str, Any]) -> bool:
+        """KWOK's ownership: annotated Nodes, and Pods bound to one of them."""
+        if kind == "Node":
+            return (obj["metadata"].get("annotations") or {}).get(KWOK_NODE_ANNOTATION) == "fake"
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        if not node_name:
+            return False
+        node = self.cache.get("Node", str(node_name))
+        return node is not None and self.managed("Node", node)
+
+    def virtual_now(self) -> float:
+        return (asyncio.get_running_loop().time() - self._started) * self.speedup
+
+    # ------------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, key: str) -> ReconcileResult:
+        return await reconciled(self._reconcile(key))
+
+    def _pick(self, kind: str, obj: dict[str, Any]) -> Stage | None:
+        matching = [s for s in self.stages[kind] if s.matches(obj)]
+        if not matching:
+            return None
+        weights = [max(s.weight_of(obj) or 0, 0) for s in matching]
+        if sum(weights) == 0:
+            return self.rng.choice(matching)
+        return self.rng.choices(matching, weights=weights)[0]
+
+    async def _reconcile(self, key: str) -> float | None:
+        kind, _, object_id = key.partition(":")
+        namespace, name = split_key(object_id)
+        obj = self.cache.get(kind, name, namespace)
+        if obj is None or not self.managed(kind, obj):
+            self.pending.pop(key, None)
+            return None
+        now = asyncio.get_running_loop().time()
+        chosen = self.pending.get(key)
+        if chosen is None or not chosen[0].matches(obj):
+            stage = self._pick(kind, obj)
+            if stage is None:
+                self.pending.pop(key, None)
+                return None
+            delay = stage.delay_seconds(obj, self.virtual_now(), self.rng) / self.speedup
+            chosen = (stage, now + delay)
+            self.pending[key] = chosen
+        stage, due = chosen
+        if due > now:
+            return due - now
+        del self.pending[key]
+        await self._apply(kind, obj, stage)
+        return None
+
+    async def _apply(self, kind: str, obj: dict[str, Any], stage: Stage) -> None:
+        metadata = obj["metadata"]
+        key = f"{kind}:{object_key(obj)}"
+        if stage.effect.delete:
+            with contextlib.suppress(KubeApiError):  # already gone is what we wanted
+                await self.client.delete(kind, metadata["name"], metadata.get("namespace"))
+            self.applied.append((key, stage.name))
+            return
+        status = render_status(stage, obj, now_text())
+        current = obj.get("status") or {}
+        if all(current.get(k) == v for k, v in status.items()):
+            return  # a stage that changes nothing ends the chain
+        await patch_status(
+            self.client,
+            kind,
+            metadata["name"],
+            metadata.get("namespace"),
+            status,
+            resource_version=str(metadata["resourceVersion"]),
+            attempts=1,
+        )
+        self.applied.append((key, stage.name))
+
+    # ------------------------------------------------------------------------ heartbeats
+
+    async def _heartbeats(self, interval: float) -> None:
+        while True:
+            for node in self.cache.list("Node"):
+                if not self.managed("Node", node) or not _ready(node):
+                    continue
+                try:
+                    await self._renew(str(node["metadata"]["name"]), str(node["metadata"].get("uid", "")))
+                except KubeApiError as error:
+                    log.warning("KWOK heartbeat of node %s failed: %s", node["metadata"]["name"], error)
+            await asyncio.sleep(interval)
+
+    async def _renew(self, node: str, uid: str) -> None:
+        renew = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime
+        spec = {"holderIdentity": node, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "renewTime": renew}
+        try:
+            await self.client.patch("Lease", node, {"spec": spec}, NODE_LEASE_NAMESPACE)
+        except KubeApiError as error:
+            if error.status != 404:
+                raise
+            owner = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}
+            lease = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": node, "namespace": NODE_LEASE_NAMESPACE, "ownerReferences": [owner]},
+                "spec": spec,
+            }
+            await self.client.create(lease)
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (node.get("status") or {}).get("conditions") or []
+    )

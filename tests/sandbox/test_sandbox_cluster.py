@@ -1,0 +1,116 @@
+"""The sandbox cluster end to end: HTTPS + token, trainyard's webhook and controllers, KWOK pods.
+
+A TrainJob created over HTTPS is mutated and validated by trainyard's real webhook (called by
+the API server through manifests/webhook's configurations), admitted by the controllers, run as
+a JobSet whose pods the binder places and KWOK's Stages move to Succeeded. A job that can never
+fit is refused with the webhook's message. A second, independent client (the official
+``kubernetes`` package) reads the same objects through the written kubeconfig.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from sandbox_support import condition_of, eventually
+
+from scheduler.kube import KubeApiError
+from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+from trainyard.localcluster import Sandbox
+
+GPU = "nvidia.com/gpu"
+
+
+def trainjob(name: str, *, nodes: int = 2, gpus: int = 8, run: str = "1s", namespace: str = "team-a") -> dict[str, Any]:
+    per_node = {"cpu": "8", GPU: str(gpus)}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "default"}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": per_node, "limits": {GPU: str(gpus)}}},
+            "podTemplateOverrides": [
+                {
+                    "targetJobs": [{"name": "node"}],
+                    "metadata": {
+                        "annotations": {POD_COMPLETE_DELAY_ANNOTATION: run, POD_COMPLETE_JITTER_ANNOTATION: run}
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def test_a_trainjob_runs_through_webhook_controllers_and_kwok(tmp_path: Path) -> None:
+    async with Sandbox(speedup=20.0, kubeconfig_out=tmp_path / "sandbox.kubeconfig") as sb:
+        client = sb.client()
+        created = await client.create(trainjob("fits"))
+        assert created["spec"]["suspend"] is True, "trainyard's mutating webhook suspends queued TrainJobs"
+        with pytest.raises(KubeApiError) as refused:
+            await client.create(trainjob("never-fits", nodes=100))
+        assert refused.value.status == 403
+        assert 'admission webhook "vtrainjob.trainyard.dev" denied the request' in str(refused.value)
+        assert "can never be admitted" in str(refused.value)
+
+        async def complete() -> bool:
+            job = await client.get("TrainJob", "fits", "team-a")
+            found = condition_of(job, "Complete")
+            return found is not None and found["status"] == "True"
+
+        await eventually(complete, timeout=30.0, what="the TrainJob to complete")
+        pods = (await client.list("Pod", namespace="team-a")).items
+        assert len(pods) == 2
+        for pod in pods:
+            assert pod["status"]["phase"] == "Succeeded"
+            assert pod["status"]["podIP"].startswith("10.244.")
+            assert pod["spec"]["nodeName"].startswith("gpu-node-")
+        stages = {stage for _, stage in sb.kwok.applied} if sb.kwok is not None else set()
+        assert {"pod-ready", "pod-complete"} <= stages
+
+
+async def test_https_with_token_and_the_official_client_reads_the_same_objects(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "sandbox.kubeconfig"
+    async with Sandbox(kubeconfig_out=kubeconfig, controllers=False, standins=False, kwok=False) as sb:
+        assert sb.url.startswith("https://127.0.0.1:")
+        assert kubeconfig.stat().st_mode & 0o077 == 0, "the kubeconfig holds a token: owner-only"
+        config = yaml.safe_load(kubeconfig.read_text())
+        assert config["clusters"][0]["cluster"]["certificate-authority-data"]
+        # no token: 401, and no trust in the generated CA: the TLS handshake fails
+        assert sb.server.certificates is not None
+        trusting = sb.server.certificates.client_context()
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{sb.url}/api/v1/nodes", ssl=trusting) as answer:
+                assert answer.status == 401
+            with pytest.raises(aiohttp.ClientConnectorCertificateError):
+                await session.get(f"{sb.url}/api/v1/nodes", ssl=ssl.create_default_context())
+
+        def read_with_official_client() -> tuple[list[str], list[str], dict[str, Any]]:
+            from kubernetes import client, config
+
+            api_client = config.new_client_from_config(config_file=str(kubeconfig))
+            try:
+                nodes = [n.metadata.name for n in client.CoreV1Api(api_client).list_node().items]
+                queues = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+                    "kueue.x-k8s.io", "v1beta2", "clusterqueues"
+                )
+                hooks = client.AdmissionregistrationV1Api(api_client).read_validating_webhook_configuration("trainyard")
+                return nodes, [q["metadata"]["name"] for q in queues["items"]], hooks.to_dict()
+            finally:
+                api_client.close()
+
+        nodes, queues, hooks = await asyncio.to_thread(read_with_official_client)
+        mine = [n["metadata"]["name"] for n in (await sb.client().list("Node")).items]
+        assert sorted(nodes) == sorted(mine)
+        assert len(nodes) == 8
+        assert sorted(queues) == ["team-a", "team-b", "team-c", "team-d"]
+        assert [w["name"] for w in hooks["webhooks"]] == [
+            "vtrainjob.trainyard.dev",
+            "vkueue.trainyard.dev",
+            "vruntime.trainyard.dev",
+        ]
