@@ -1,0 +1,379 @@
+"""A scenario through the whole service in lockstep virtual time: ``LockstepRun``.
+
+The sandbox's clock is the driver's. It plays the scenario's events in virtual-time order, one
+instant at a time: pods whose KWOK pod-complete delay has run out are set Succeeded over the API
+(the stage's effect, as KWOK's controller writes it), then the TrainJobs arriving at that
+instant are created over the API. Then it waits until the service is quiescent - every work
+queue of the controllers and stand-ins empty, none busy, no timer due soon, and the store's
+revision still - before time moves on. Whatever the service decided meanwhile (Workloads
+admitted or evicted, pods bound to nodes) is stamped with that instant: a decision is what the
+server committed, observed in process from the store (no watch lag).
+
+With arrivals handled one instant at a time, each instant gets its own admission cycle, as in
+the embedded simulator; what the two runs decide can then be compared decision by decision.
+Pods' KWOK delays are drawn with the simulator's own ``PodLifecycle`` and random stream, in
+admission order, so with jitter-free stages the sandbox's pods end when the simulator's do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.controllers.workqueue import WorkQueue
+from scheduler.kube import KubeApiError, KubeClient, patch_status
+from simulations.events import RandomStreams
+from simulations.kwok import (
+    POD_COMPLETE_DELAY_ANNOTATION,
+    POD_COMPLETE_JITTER_ANNOTATION,
+    PodLifecycle,
+    load_stages,
+    simulated_pod,
+)
+from simulations.metrics import MetricsRecorder
+from simulations.sandbox.apiserver import FakeApiServer
+from simulations.sandbox.apiserver.records import StoredEvent
+from simulations.sandbox.compare_inputs import trainjob_document
+from simulations.scenarios import BuiltScenario
+from simulations.workloads import JobSpec
+
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+SETTLE_POLL = 0.005  # seconds between quiescence checks
+# A work-queue timer due later than this is a fallback recheck (the launcher looks again after 1 s
+# in case its own write's echo never comes; the stand-in kubelet parks running pods), not work the
+# instant is waiting for: debounces, batches and conflict retries are all shorter.
+TIMER_HORIZON = 0.5
+
+
+@dataclass
+class Decision:
+    """One thing the service (or the simulator) decided about a job, at a virtual time."""
+
+    time: float
+    kind: str  # "admitted" | "preempted" | "evicted"
+    cluster_queue: str = ""
+    flavors: tuple[tuple[str, str], ...] = ()
+    nodes: tuple[str, ...] = ()  # sorted node of every pod (empty where no placement was made)
+
+    def same_as(self, other: Decision, *, with_time: bool) -> bool:
+        if self.kind != other.kind or (with_time and abs(self.time - other.time) > 1e-6):
+            return False
+        if self.kind != "admitted":
+            return True
+        return (
+            self.cluster_queue == other.cluster_queue
+            and self.flavors == other.flavors
+            and (not self.nodes or not other.nodes or self.nodes == other.nodes)
+        )
+
+
+@dataclass
+class RunRecord:
+    """What one run decided: per job its decisions in order, and the order of admissions."""
+
+    decisions: dict[str, list[Decision]] = field(default_factory=dict)
+    admissions: list[str] = field(default_factory=list)  # job keys in admission order (re-admissions repeat)
+    jobs: list[str] = field(default_factory=list)  # every job submitted
+    summary: dict[str, Any] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    api_requests: int = 0
+    cycles: int = 0
+
+    def add(self, key: str, decision: Decision) -> None:
+        self.decisions.setdefault(key, []).append(decision)
+        if decision.kind == "admitted":
+            self.admissions.append(key)
+
+
+def amount_of(built: BuiltScenario, job: JobSpec) -> int:
+    """The primary resource a job holds, as the simulator counts it (GPUs, or CPU cores)."""
+    return job.cpu_milli * job.nodes // 1000 if built.primary_resource == "cpu" else job.gpus
+
+
+@dataclass
+class _Job:
+    spec: JobSpec
+    workload: dict[str, Any] | None = None  # its Workload as last committed
+    admitted: bool = False  # the server shows status.admission
+    finished: bool = False
+    running: bool = False  # an admission stamped and not yet released
+    generation: int = 0
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> latest pod
+
+
+class LockstepRun:
+    """``await LockstepRun(built, client, server, queues, seed).run()`` -> ``RunRecord``.
+
+    ``queues`` returns every work queue of the service and the stand-ins (the quiescence check).
+    """
+
+    def __init__(
+        self,
+        built: BuiltScenario,
+        client: KubeClient,
+        server: FakeApiServer,
+        queues: Callable[[], Iterable[WorkQueue]],
+        seed: int = 1,
+        *,
+        runtime_name: str = "torch-distributed",
+        settle_timeout: float = 60.0,
+        progress: Callable[[int, int, float], None] | None = None,
+    ) -> None:
+        self.built = built
+        self.client = client
+        self.server = server
+        self.queues = queues
+        self.runtime_name = runtime_name
+        self.settle_timeout = settle_timeout
+        self.progress = progress
+        self.streams = RandomStreams(seed)
+        self.stage_rng = self.streams.python("stages")
+        self.lifecycle = PodLifecycle(load_stages(built.scenario.stages))
+        self.metrics = MetricsRecorder(
+            built.capacity, built.nominal, "GPUs" if built.primary_resource != "cpu" else "CPU cores"
+        )
+        self.record = RunRecord()
+        self.jobs: dict[str, _Job] = {}  # "namespace/name" -> job
+        self.by_workload: dict[str, str] = {}  # "namespace/workload" -> job key
+        self.now = 0.0
+        self.completions: list[tuple[float, int, str, int]] = []  # (time, tie, job key, generation)
+        self._tie = 0
+        self._new: list[tuple[str, str]] = []  # (job key, "admitted"|"preempted"|"evicted") seen this instant
+        self.finished = 0
+        self._parked: dict[int, asyncio.TimerHandle] = {}
+
+    # ------------------------------------------------------------------ observation
+
+    def observe(self, event: StoredEvent) -> None:
+        """Every committed write, in order (a store observer): decisions and pods of our jobs."""
+        kind = event.rtype.kind
+        if kind == "Workload":
+            self._workload(event)
+        elif kind == "Pod":
+            self._pod(event)
+
+    def _workload(self, event: StoredEvent) -> None:
+        metadata = event.obj.get("metadata") or {}
+        namespace = str(metadata.get("namespace"))
+        workload_key = f"{namespace}/{metadata.get('name')}"
+        key = self.by_workload.get(workload_key)
+        if key is None:
+            for reference in metadata.get("ownerReferences") or ():
+                if reference.get("kind") == "TrainJob":
+                    key = f"{namespace}/{reference.get('name')}"
+            if key is None or key not in self.jobs:
+                return
+            self.by_workload[workload_key] = key
+        job = self.jobs[key]
+        if event.type == "DELETED":
+            return
+        job.workload = event.obj
+        status = event.obj.get("status") or {}
+        admitted = bool(status.get("admission"))
+        finished = any(
+            c.get("type") == "Finished" and c.get("status") == "True" for c in status.get("conditions") or ()
+        )
+        if finished:
+            if not job.finished:
+                job.finished = True
+                self._new.append((key, "finished"))
+        elif admitted and not job.admitted:
+            job.admitted = True
+            self._new.append((key, "admitted"))
+        elif not admitted and job.admitted:
+            job.admitted = False
+            evicted = next((c for c in status.get("conditions") or () if c.get("type") == "Evicted"), None)
+            reason = str((evicted or {}).get("reason") or "")
+            self._new.append((key, "preempted" if reason == "Preempted" else "evicted"))
+
+    def _pod(self, event: StoredEvent) -> None:
+        metadata = event.obj.get("metadata") or {}
+        owner = (metadata.get("labels") or {}).get(JOBSET_NAME_LABEL)
+        if owner is None:
+            return
+        job = self.jobs.get(f"{metadata.get('namespace')}/{owner}")
+        if job is None:
+            return
+        if event.type == "DELETED":
+            job.pods.pop(str(metadata.get("name")), None)
+        else:
+            job.pods[str(metadata.get("name"))] = event.obj
+
+    # ------------------------------------------------------------------ quiescence
+
+    def _busy(self) -> bool:
+        """Any work queue with keys waiting, keys being reconciled, or a short timer pending.
+
+        A timer first seen due further off than ``TIMER_HORIZON`` is a fallback recheck and is
+        left out for good (its handle is kept, so its id is not reused while it lives).
+        """
+        loop_now = asyncio.get_running_loop().time()
+        horizon = loop_now + TIMER_HORIZON
+        busy = False
+        for queue in self.queues():
+            # the work queue's own bookkeeping: keys waiting, keys being reconciled, timers due
+            if len(queue) or queue._processing:
+                busy = True
+            for timer in queue._timers.values():
+                if id(timer) in self._parked:
+                    continue
+                if timer.when() > horizon:
+                    self._parked[id(timer)] = timer
+                else:
+                    busy = True
+        if len(self._parked) > 10_000:
+            self._parked = {k: t for k, t in self._parked.items() if not t.cancelled() and t.when() > loop_now}
+        return busy
+
+    async def settle(self) -> None:
+        """Return once the service has nothing left to do at this instant."""
+        deadline = time.perf_counter() + self.settle_timeout
+        quiet = 0
+        revision = -1
+        while quiet < 2:
+            await asyncio.sleep(SETTLE_POLL)
+            current = self.server.store.resource_version
+            if self._busy() or current != revision:
+                quiet = 0
+                revision = current
+            else:
+                quiet += 1
+            if time.perf_counter() > deadline:
+                raise TimeoutError(
+                    f"the sandbox did not settle within {self.settle_timeout:g}s at virtual time {self.now:.1f}s"
+                )
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> RunRecord:
+        wall = time.perf_counter()
+        requests_before = len(self.server.requests)
+        self.server.store.observers.append(self.observe)
+        try:
+            await self._run()
+        finally:
+            self.server.store.observers.remove(self.observe)
+        self.metrics.end_time = self.now
+        self.metrics.sample(self.now, 0)
+        self.record.summary = self.metrics.summary()
+        self.record.jobs = list(self.jobs)
+        self.record.wall_seconds = time.perf_counter() - wall
+        self.record.api_requests = len(self.server.requests) - requests_before
+        return self.record
+
+    async def _run(self) -> None:
+        stream = self.built.jobs(self.streams)
+        arriving = next(stream, None)
+        total = self.built.job_count
+        await self.settle()
+        while arriving is not None or self.completions:
+            candidates = [arriving.submit_time] if arriving is not None else []
+            if self.completions:
+                candidates.append(self.completions[0][0])
+            self.now = min(candidates)
+            while self.completions and self.completions[0][0] <= self.now:
+                _, _, key, generation = heapq.heappop(self.completions)
+                await self._complete(key, generation)
+            while arriving is not None and arriving.submit_time <= self.now:
+                await self._arrive(arriving)
+                arriving = next(stream, None)
+            await self.settle()
+            self._stamp()
+            if self.progress is not None:
+                self.progress(self.finished, total, self.now)
+
+    async def _arrive(self, job: JobSpec) -> None:
+        key = f"{job.team}/{job.name}"
+        self.jobs[key] = _Job(job)
+        self.metrics.submitted(key, job.team, amount_of(self.built, job), self.now)
+        try:
+            await self.client.create(trainjob_document(job, self.runtime_name))
+        except KubeApiError as error:
+            raise RuntimeError(f"the sandbox refused TrainJob {key}: {error}") from None
+
+    async def _complete(self, key: str, generation: int) -> None:
+        """KWOK's pod-complete stage: every pod of the job's gang becomes Succeeded."""
+        job = self.jobs[key]
+        if job.generation != generation or not job.running:
+            return  # preempted or evicted since: that run's completion never comes
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        writes = []
+        for name, pod in list(job.pods.items()):
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            containers = [
+                {
+                    "name": c.get("name", ""),
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": False,
+                    "started": False,
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {"exitCode": 0, "reason": "Completed", "startedAt": stamp, "finishedAt": stamp}
+                    },
+                }
+                for c in (pod.get("spec") or {}).get("containers") or ()
+            ]
+            status = {"phase": "Succeeded", "containerStatuses": containers}
+            writes.append(patch_status(self.client, "Pod", name, job.spec.team, status))
+        await asyncio.gather(*writes)
+
+    def _stamp(self) -> None:
+        """Stamp what the service decided since the last instant with this instant's time."""
+        new, self._new = self._new, []
+        for key, kind in new:
+            job = self.jobs[key]
+            amount = amount_of(self.built, job.spec)
+            if kind == "admitted":
+                if not job.admitted or job.finished or job.running:
+                    continue  # admitted and taken back within this instant: it never ran
+                self.record.add(key, self._admission(job))
+                self.metrics.admitted(key, amount, self.now)
+                job.running = True
+                job.generation += 1
+                self._schedule_completion(key, job)
+            elif kind == "finished":
+                if job.running:
+                    self.metrics.released(key, amount, self.now, requeued=False)
+                    job.running = False
+                self.finished += 1
+            elif job.running:
+                self.record.add(key, Decision(self.now, kind))
+                self.metrics.released(key, amount, self.now, requeued=True)
+                if kind == "preempted":
+                    self.metrics.preempted(key, "Preempted")
+                else:
+                    self.metrics.evicted(key, kind)
+                job.running = False
+                job.generation += 1  # voids the scheduled completion
+
+    def _admission(self, job: _Job) -> Decision:
+        admission = ((job.workload or {}).get("status") or {}).get("admission") or {}
+        flavors: dict[str, str] = {}
+        for assignment in admission.get("podSetAssignments") or ():
+            flavors.update(assignment.get("flavors") or {})
+        nodes = sorted(str((p.get("spec") or {}).get("nodeName") or "") for p in job.pods.values())
+        return Decision(
+            self.now,
+            "admitted",
+            str(admission.get("clusterQueue") or ""),
+            tuple(sorted(flavors.items())),
+            tuple(nodes),
+        )
+
+    def _schedule_completion(self, key: str, job: _Job) -> None:
+        spec = job.spec
+        delay = f"{round(spec.duration * 1000)}ms"
+        pod = simulated_pod(
+            spec.name, spec.team, {}, {POD_COMPLETE_DELAY_ANNOTATION: delay, POD_COMPLETE_JITTER_ANNOTATION: delay}
+        )
+        outcome = self.lifecycle.run_gang(pod, spec.nodes, self.now, self.stage_rng)
+        if outcome.finished_after is None:
+            return
+        self._tie += 1
+        heapq.heappush(self.completions, (self.now + outcome.finished_after, self._tie, key, job.generation))

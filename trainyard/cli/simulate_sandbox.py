@@ -1,0 +1,144 @@
+"""`trainyard simulate --backend sandbox`: a scenario through the whole service, beside the simulator.
+
+The scenario's cluster is loaded into a sandbox API server on loopback (``LocalCluster``);
+trainyard's controllers and the stand-ins (JobSet, Job, binder, kubelet) run against it over
+HTTP, and every job is created as a TrainJob. ``simulations.sandbox.compare_driver`` plays the
+scenario in lockstep virtual time; the embedded simulator runs the same scenario; both are
+printed side by side with the share of jobs on which they decided the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from trainyard.cli.errors import UserError
+
+if TYPE_CHECKING:
+    from scheduler.controllers.workqueue import WorkQueue
+    from simulations.sandbox.compare_driver import RunRecord
+    from simulations.scenarios import BuiltScenario
+
+# The lockstep driver waits for quiescence before time moves on, so the controllers' debounce
+# (which gathers a burst of changes into one cycle) only costs wall time here: keep it short.
+LOCKSTEP_DEBOUNCE = 0.002
+LOCKSTEP_BATCH = 0.002
+
+
+async def run_sandbox(
+    built: BuiltScenario, seed: int = 1, progress: Callable[[int, int, float], None] | None = None
+) -> RunRecord:
+    """The scenario through a fresh sandbox: controllers, stand-ins and the lockstep driver."""
+    from simulations.sandbox.compare_driver import LockstepRun
+    from simulations.sandbox.compare_inputs import cluster_documents
+    from trainyard.localcluster import LocalCluster, builtin_runtime
+
+    async with LocalCluster(cluster_documents(built, builtin_runtime())) as cluster:
+        replica = await cluster.start_controllers()
+        await replica.service.manager.leading.wait()
+        queue = replica.service.queue.queue
+        queue.debounce = LOCKSTEP_DEBOUNCE
+        queue.min_interval = LOCKSTEP_DEBOUNCE
+        standins = await cluster.start_standins(run_seconds=1e9)
+        for standin in (standins.jobset, standins.job):
+            if standin is not None:
+                standin.batch_seconds = LOCKSTEP_BATCH
+
+        def queues() -> Iterable[WorkQueue]:
+            return [c.queue for c in (*replica.service.manager.controllers, *standins.controllers)]
+
+        record = await LockstepRun(built, cluster.client, cluster.server, queues, seed, progress=progress).run()
+        record.cycles = queue.cycles
+        return record
+
+
+def compare_backends(built: BuiltScenario, seed: int = 1) -> dict[str, Any]:
+    """Both runs of one (comparable) scenario and their comparison, as one JSON-ready dict."""
+    from simulations.sandbox.compare import compare, side_by_side, simulate_recorded
+
+    _, simulated = simulate_recorded(built, seed)
+    sandboxed = asyncio.run(run_sandbox(built, seed))
+    jobs = sorted(set(simulated.decisions) | set(sandboxed.decisions) | set(simulated.jobs) | set(sandboxed.jobs))
+    comparison = compare(simulated, sandboxed, jobs)
+    return {
+        "scenario": built.scenario.name,
+        "seed": seed,
+        "nodes": len(built.nodes),
+        "comparison": comparison.to_dict(),
+        "simulator": {"wall_seconds": round(simulated.wall_seconds, 2), "cycles": simulated.cycles},
+        "sandbox": {
+            "wall_seconds": round(sandboxed.wall_seconds, 2),
+            "api_requests": sandboxed.api_requests,
+            "cycles": sandboxed.cycles,
+        },
+        "metrics": [
+            {"metric": m, "simulator": a, "sandbox": b}
+            for m, a, b in side_by_side(simulated.summary, sandboxed.summary)
+        ],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `--backend sandbox` branch of `trainyard simulate`."""
+    from simulations.errors import SimulationInputError
+    from simulations.sandbox.compare import comparable
+    from simulations.scenarios import build, resolve_scenario, with_trace
+
+    if args.compare:
+        raise UserError("--backend sandbox runs one scenario beside the simulator; drop --compare")
+    if args.speedup != 1.0:
+        raise UserError(
+            "--backend sandbox runs in lockstep virtual time (each instant settles before time moves on); "
+            "--speedup applies to --backend kwok"
+        )
+    try:
+        scenario = resolve_scenario(args.scenario)
+        if args.trace is not None:
+            scenario = with_trace(scenario, args.trace)
+        built = build(comparable(scenario))
+    except SimulationInputError as error:
+        raise UserError(str(error)) from None
+    started = time.perf_counter()
+    report = compare_backends(built, args.seed)
+    report["wall_seconds"] = round(time.perf_counter() - started, 2)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print(report)
+    return 0 if report["comparison"]["decisions_equal_pct"] == 100.0 else 1
+
+
+def _print(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    comparison = report["comparison"]
+    table = Table(title=f"{report['scenario']}: embedded simulator vs the service in a sandbox (seed {report['seed']})")
+    table.add_column("metric")
+    table.add_column("simulator", justify="right")
+    table.add_column("sandbox", justify="right")
+    for row in report["metrics"]:
+        table.add_row(row["metric"], _text(row["simulator"]), _text(row["sandbox"]))
+    table.add_row("wall seconds", _text(report["simulator"]["wall_seconds"]), _text(report["sandbox"]["wall_seconds"]))
+    table.add_row("admission cycles", _text(report["simulator"]["cycles"]), _text(report["sandbox"]["cycles"]))
+    console.print(table)
+    console.print(
+        f"decisions equal on {comparison['decisions_equal']}/{comparison['jobs']} jobs "
+        f"([bold]{comparison['decisions_equal_pct']}%[/]); admission order equal at "
+        f"{comparison['admission_order_equal_pct']}% of positions; "
+        f"{report['sandbox']['api_requests']} API requests"
+    )
+    first = comparison["first_difference"]
+    if first is not None:
+        console.print(f"first difference: job {first['job']}")
+        console.print(f"  simulator: {'; '.join(first['simulator']) or 'no decision'}")
+        console.print(f"  sandbox:   {'; '.join(first['sandbox']) or 'no decision'}")
+
+
+def _text(value: Any) -> str:
+    return "-" if value is None else str(value)
