@@ -133,6 +133,9 @@ class ClusterQueueSpec(KubeModel):
     admission_checks: list[str] | None = None  # v1beta1 only
     stop_policy: StopPolicy = "None"
     fair_sharing: FairSharing | None = None
+    # Kept as given; the admission engine does not act on them (``admit`` says so per object).
+    admission_scope: dict[str, Any] | None = None
+    concurrent_admission_policy: dict[str, Any] | None = None
 
 
 class ClusterQueue(Resource):
@@ -264,10 +267,23 @@ class RequeueState(KubeModel):
     requeue_at: str | None = None
 
 
+AdmissionCheckStateName = Literal["Pending", "Ready", "Retry", "Rejected"]
+
+
+class AdmissionCheckState(KubeModel):
+    """One entry of a Workload's ``status.admissionChecks``: what the check's controller said."""
+
+    name: str
+    state: AdmissionCheckStateName = "Pending"
+    message: str = ""
+    last_transition_time: str | None = None
+
+
 class WorkloadStatus(KubeModel):
     conditions: list[Condition] = Field(default_factory=list)
     admission: Admission | None = None
     requeue_state: RequeueState | None = None
+    admission_checks: list[AdmissionCheckState] = Field(default_factory=list)
 
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)
@@ -290,6 +306,74 @@ class Workload(Resource):
         return self.spec.priority_class_name
 
 
+# ------------------------------------------------------------------ admission checks and their parameters
+
+PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+class AdmissionCheckParametersReference(KubeModel):
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class AdmissionCheckSpec(KubeModel):
+    controller_name: str = ""
+    retry_delay_minutes: int | None = None  # v1beta1, deprecated and unused by Kueue
+    parameters: AdmissionCheckParametersReference | None = None
+
+
+class AdmissionCheckStatus(KubeModel):
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class AdmissionCheck(Resource):
+    """A check a Workload must pass, after its quota is reserved, before it is Admitted."""
+
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "AdmissionCheck"
+    spec: AdmissionCheckSpec = Field(default_factory=AdmissionCheckSpec)
+    status: AdmissionCheckStatus = Field(default_factory=AdmissionCheckStatus)
+
+
+class ProvisioningRequestConfigSpec(KubeModel):
+    provisioning_class_name: str = ""
+    parameters: dict[str, str] = Field(default_factory=dict)
+    managed_resources: list[str] = Field(default_factory=list)
+    retry_strategy: dict[str, Any] | None = None
+    pod_set_updates: dict[str, Any] | None = None
+    pod_set_merge_policy: str | None = None
+
+
+class ProvisioningRequestConfig(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "ProvisioningRequestConfig"
+    spec: ProvisioningRequestConfigSpec = Field(default_factory=ProvisioningRequestConfigSpec)
+
+
+class MultiKueueConfigSpec(KubeModel):
+    clusters: list[str] = Field(default_factory=list)
+
+
+class MultiKueueConfig(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "MultiKueueConfig"
+    spec: MultiKueueConfigSpec = Field(default_factory=MultiKueueConfigSpec)
+
+
+class MultiKueueClusterSpec(KubeModel):
+    cluster_source: dict[str, Any] | None = None  # v1beta2
+    kube_config: dict[str, Any] | None = None  # v1beta1
+
+
+class MultiKueueCluster(Resource):
+    api_version: str = KUEUE_V1BETA2
+    kind: str = "MultiKueueCluster"
+    spec: MultiKueueClusterSpec = Field(default_factory=MultiKueueClusterSpec)
+    status: AdmissionCheckStatus = Field(default_factory=AdmissionCheckStatus)
+
+
 KUEUE_KINDS: dict[str, type[Resource]] = {
     "ResourceFlavor": ResourceFlavor,
     "ClusterQueue": ClusterQueue,
@@ -298,6 +382,10 @@ KUEUE_KINDS: dict[str, type[Resource]] = {
     "WorkloadPriorityClass": WorkloadPriorityClass,
     "Topology": Topology,
     "Workload": Workload,
+    "AdmissionCheck": AdmissionCheck,
+    "ProvisioningRequestConfig": ProvisioningRequestConfig,
+    "MultiKueueConfig": MultiKueueConfig,
+    "MultiKueueCluster": MultiKueueCluster,
 }
 
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from runtimes.errors import FieldError as FieldError
 from runtimes.k8s.meta import Resource
+from scheduler.api.admission_check_rules import ADMISSION_CHECK_VALIDATORS
 from scheduler.api.field_rules import INT32_MAX, INT32_MIN, validate_taint, validate_toleration
 from scheduler.api.field_rules import errors_from_pydantic as errors_from_pydantic
 from scheduler.api.kueue import (
@@ -188,6 +189,8 @@ _VALIDATORS: dict[type[Resource], Any] = {
     Topology: validate_topology,
     WorkloadPriorityClass: validate_workload_priority_class,
     Workload: validate_workload,
+    # The admission-check kinds' rules live with them (scheduler.api.admission_check_rules).
+    **ADMISSION_CHECK_VALIDATORS,
 }
 VALIDATED_KINDS = tuple(model.__name__ for model in _VALIDATORS)
 

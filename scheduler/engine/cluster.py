@@ -19,6 +19,7 @@ from scheduler.api.kueue import (
     Topology,
     WorkloadPriorityClass,
 )
+from scheduler.engine.admission_checks import AdmissionCheckRegistry, cluster_queue_inactive_reason
 from scheduler.engine.admitted import AdmittedWorkloads
 from scheduler.engine.flavor_match import PodSetPlan
 from scheduler.engine.queues import ClusterQueueQueue
@@ -100,6 +101,7 @@ class ClusterModel:
         # stopPolicy HoldAndDrain: their admitted workloads are evicted at the next cycle
         self.draining_cluster_queues: list[str] = []
         self.draining_local_queues: set[str] = set()  # "namespace/name"
+        self.admission_checks = AdmissionCheckRegistry()  # AdmissionChecks and their parameters
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)
@@ -215,6 +217,8 @@ class ClusterModel:
         cohort = info.cohort
         if cohort and any(a.name in cyclic for a in [info.node, *info.node.ancestors()]):
             return f"cohort {cohort!r} is part of a cycle of Cohort parents"
+        if (checks := cluster_queue_inactive_reason(info.spec, self.admission_checks)) is not None:
+            return checks
         if info.spec.spec.stop_policy != "None":
             return f"stopPolicy is {info.spec.spec.stop_policy} (Stopped)"
         return None

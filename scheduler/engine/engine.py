@@ -75,6 +75,8 @@ class AdmissionEngine:
             case Node():
                 model.nodes[obj.name] = obj
                 self.placements.node_changed(obj)
+            case _ if model.admission_checks.apply(obj):
+                pass  # AdmissionCheck, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster
             case _:
                 raise TypeError(f"the engine does not take {type(obj).__name__} objects")
         self._dirty = True
@@ -90,6 +92,9 @@ class AdmissionEngine:
             "Topology": model.topologies,  # type: ignore[dict-item]
             "Node": model.nodes,  # type: ignore[dict-item]
         }
+        if model.admission_checks.delete(kind, name):
+            self._dirty = True
+            return
         if kind not in tables:
             raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(tables)}")
         tables[kind].pop(f"{namespace or 'default'}/{name}" if kind == "LocalQueue" else name, None)
