@@ -158,6 +158,29 @@ def issue_serving_certificate(
     return Certificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
 
 
+def issue_client_certificate(
+    ca: Certificate, ca_key: ec.EllipticCurvePrivateKey, common_name: str, days: int = 365
+) -> Certificate:
+    """A client certificate for ``common_name`` signed by ``ca`` (a front proxy's, a test caller's)."""
+    ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return Certificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
 def service_hosts(service: str, namespace: str) -> list[str]:
     """The names the API server uses to reach a webhook Service, plus loopback for local use."""
     return [
@@ -188,6 +211,22 @@ def server_context(files: CertificateFiles) -> ssl.SSLContext:
     except (ssl.SSLError, OSError) as error:
         raise TLSError(f"cannot load {files.cert} with {files.key}: {error}") from None
     return context
+
+
+def require_client_ca(context: ssl.SSLContext, ca_file: Path) -> None:
+    """Ask callers for a client certificate and accept only those ``ca_file`` signed (optional for callers).
+
+    The aggregator's front-proxy certificate (``--requestheader-client-ca-file``) is verified this
+    way; callers without a certificate still connect (webhook calls, bearer tokens). Only this CA
+    is trusted for client certificates: the server context loads no system CAs.
+    """
+    if not ca_file.is_file():
+        raise TLSError(f"{ca_file} does not exist; --requestheader-client-ca-file must be a PEM CA bundle")
+    try:
+        context.load_verify_locations(cafile=str(ca_file))
+    except (ssl.SSLError, OSError) as error:
+        raise TLSError(f"cannot load the client CA {ca_file}: {error}") from None
+    context.verify_mode = ssl.CERT_OPTIONAL
 
 
 def client_context(ca_pem: bytes) -> ssl.SSLContext:

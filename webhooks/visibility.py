@@ -8,8 +8,10 @@ paged by ``offset`` (default 0) and ``limit`` (default 1000). Tools written for 
 ``kubectl get --raw``) read trainyard's queues through it once the APIService in
 ``manifests/visibility`` registers the service with the API server.
 
-Every request needs a bearer token that ``authenticate`` accepts: ``token_review`` asks the
-API server (authentication.k8s.io/v1 TokenReview) in production; tests pass ``fixed_token``.
+Every request passes the service's ``Guard`` (``webhooks.visibility_auth``): the aggregator's
+front-proxy client certificate with ``X-Remote-User``, or a bearer token checked by TokenReview,
+then a SubjectAccessReview for ``get`` on ``clusterqueues/pendingworkloads`` or
+``localqueues/pendingworkloads``, as Kueue's aggregated server does.
 The answer is read from a ``PendingWorkloadsSource`` — anything holding the engine; the
 controller process passes its own, so positions are those the next admission cycle will use.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -27,13 +29,10 @@ from aiohttp import web
 
 from scheduler.engine import AdmissionEngine
 from scheduler.queues import PendingWorkload, positioned
+from webhooks.visibility_auth import GROUP, VERSION, Attributes, AuthError, Guard
 
-GROUP = "visibility.kueue.x-k8s.io"
-VERSION = "v1beta1"
 PREFIX = f"/apis/{GROUP}/{VERSION}"
 DEFAULT_LIMIT = 1000  # Kueue's SetDefaults_PendingWorkloadOptions
-
-TokenCheck = Callable[[str], Awaitable[bool]]
 
 
 class PendingWorkloadsSource(Protocol):
@@ -53,52 +52,11 @@ class EngineSource:
 @dataclass
 class VisibilityService:
     source: PendingWorkloadsSource
-    authenticate: TokenCheck
+    guard: Guard
     clock: Callable[[], float] = time.time
 
 
 VISIBILITY_KEY = web.AppKey("visibility", VisibilityService)
-
-
-def fixed_token(token: str) -> TokenCheck:
-    """Accept exactly one bearer token (tests, single-tenant setups)."""
-
-    async def check(presented: str) -> bool:
-        return presented == token
-
-    return check
-
-
-def token_review(api_client: Any, *, cache_seconds: float = 60.0) -> TokenCheck:
-    """Ask the API server whether a token is valid (TokenReview), remembering answers a while.
-
-    ``api_client`` is a kubernetes-asyncio ``ApiClient`` with the service account's credentials
-    (its RBAC needs ``create`` on ``tokenreviews``, as in manifests/visibility).
-    """
-    remembered: dict[str, tuple[float, bool]] = {}
-
-    async def check(presented: str) -> bool:
-        now = time.monotonic()
-        known = remembered.get(presented)
-        if known is not None and known[0] > now:
-            return known[1]
-        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": presented}}
-        answer = await api_client.call_api(
-            "/apis/authentication.k8s.io/v1/tokenreviews",
-            "POST",
-            body=review,
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            response_types_map={200: "object", 201: "object"},
-            auth_settings=["BearerToken"],
-            _return_http_data_only=True,
-        )
-        authenticated = bool(((answer or {}).get("status") or {}).get("authenticated"))
-        if len(remembered) > 10_000:
-            remembered.clear()
-        remembered[presented] = (now + cache_seconds, authenticated)
-        return authenticated
-
-    return check
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -156,17 +114,26 @@ def _options(request: web.Request) -> tuple[int, int] | web.Response:
     return values["offset"], values["limit"] or DEFAULT_LIMIT
 
 
-async def _authorized(request: web.Request) -> VisibilityService | web.Response:
+async def _authorized(request: web.Request, attributes: Attributes) -> VisibilityService | web.Response:
     service = request.app.get(VISIBILITY_KEY)
     if service is None:
         return _status(404, "NotFound", f"the visibility API ({GROUP}/{VERSION}) is not enabled on this server")
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return _status(401, "Unauthorized", "a bearer token is required (Authorization: Bearer TOKEN)")
-    if not await service.authenticate(token.strip()):
-        return _status(401, "Unauthorized", "the bearer token was not accepted")
+    try:
+        await service.guard.check(request, attributes)
+    except AuthError as refused:
+        return _status(refused.status, "Unauthorized" if refused.status == 401 else "Forbidden", refused.message)
     return service
+
+
+def _pending_attributes(request: web.Request, resource: str) -> Attributes:
+    return Attributes(
+        verb="get",
+        path=request.path,
+        resource=resource,
+        subresource="pendingworkloads",
+        name=request.match_info["name"],
+        namespace=request.match_info.get("namespace"),
+    )
 
 
 def _json(document: Any) -> web.Response:
@@ -174,7 +141,7 @@ def _json(document: Any) -> web.Response:
 
 
 async def cluster_queue_pending(request: web.Request) -> web.Response:
-    service = await _authorized(request)
+    service = await _authorized(request, _pending_attributes(request, "clusterqueues"))
     if isinstance(service, web.Response):
         return service
     options = _options(request)
@@ -189,7 +156,7 @@ async def cluster_queue_pending(request: web.Request) -> web.Response:
 
 
 async def local_queue_pending(request: web.Request) -> web.Response:
-    service = await _authorized(request)
+    service = await _authorized(request, _pending_attributes(request, "localqueues"))
     if isinstance(service, web.Response):
         return service
     options = _options(request)
@@ -205,7 +172,7 @@ async def local_queue_pending(request: web.Request) -> web.Response:
 
 
 async def discovery(request: web.Request) -> web.Response:
-    service = await _authorized(request)
+    service = await _authorized(request, Attributes(verb="get", path=request.path))
     if isinstance(service, web.Response):
         return service
     resources = [

@@ -21,7 +21,8 @@ from fakeapi.fixtures import FakeApi
 from scheduler.kube import KubeClient
 from tests.queues.support import FIXTURES
 from trainyard.cli.main import main
-from webhooks.visibility import VISIBILITY_KEY, EngineSource, VisibilityService, add_visibility_routes, fixed_token
+from webhooks.visibility import VISIBILITY_KEY, EngineSource, VisibilityService, add_visibility_routes
+from webhooks.visibility_auth import Authenticator, Guard, allow_users, fixed_token
 
 
 def _documents() -> list[dict[str, Any]]:
@@ -94,7 +95,8 @@ async def front(fake_api: FakeApi, tmp_path: Path) -> AsyncIterator[tuple[Path, 
     """The cluster as the aggregator shows it: the visibility API beside the API server's own paths."""
     from scheduler.engine import AdmissionEngine
 
-    service = VisibilityService(EngineSource(AdmissionEngine()), fixed_token(fake_api.server.token or ""))
+    token = fixed_token(fake_api.server.token or "", user="admin")
+    service = VisibilityService(EngineSource(AdmissionEngine()), Guard(Authenticator(token), allow_users("admin")))
     app = web.Application()
     app[VISIBILITY_KEY] = service
     add_visibility_routes(app)

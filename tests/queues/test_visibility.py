@@ -13,7 +13,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tests.queues.support import NOW, fixture_state
 from webhooks.objects import ObjectCache
 from webhooks.server import create_app
-from webhooks.visibility import VISIBILITY_KEY, EngineSource, VisibilityService, fixed_token
+from webhooks.visibility import VISIBILITY_KEY, EngineSource, VisibilityService
+from webhooks.visibility_auth import Authenticator, Guard, allow_users, fixed_token
 
 TOKEN = "visibility-test-token"
 PREFIX = "/apis/visibility.kueue.x-k8s.io/v1beta1"
@@ -23,7 +24,11 @@ PREFIX = "/apis/visibility.kueue.x-k8s.io/v1beta1"
 async def visibility_url() -> AsyncIterator[str]:
     app = create_app(ObjectCache(), routes={})
     state = fixture_state()
-    app[VISIBILITY_KEY] = VisibilityService(EngineSource(state.engine), fixed_token(TOKEN), clock=lambda: NOW)
+    app[VISIBILITY_KEY] = VisibilityService(
+        EngineSource(state.engine),
+        Guard(Authenticator(fixed_token(TOKEN)), allow_users("visibility-reader")),
+        clock=lambda: NOW,
+    )
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

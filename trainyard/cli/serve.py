@@ -8,25 +8,18 @@ runs both in one asyncio process; their metrics share the webhook's /metrics.
 The webhook's object cache is fed from a directory of YAML (``--objects DIR``) or from a cluster:
 ``--kubeconfig PATH``, or the Pod's service account when it runs in a cluster with neither flag.
 From a cluster, one informer per cached kind mirrors it, and /readyz says ready only once every
-kind has been listed.
+kind has been listed. With the controllers, the same port serves Kueue's visibility API, for the
+aggregator (``--requestheader-client-ca-file``) and for bearer tokens.
+
+This module holds the command line; ``serve_webhook`` runs the webhook (and the controllers beside
+it), ``serve_controller`` the controllers alone, ``serve_cluster`` their cluster connections.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kubernetes_asyncio.client import ApiClient
-    from prometheus_client import CollectorRegistry
-
-    from scheduler.controllers.service import ControllerService
-    from scheduler.kube import InformerGroup
-    from webhooks.objects import ObjectCache
 
 from trainyard.cli.errors import UserError
 
@@ -86,6 +79,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reload-interval", type=float, default=10.0, help="seconds between checks of --tls-cert-dir files"
     )
+    visibility = parser.add_argument_group("visibility API (with the controllers)")
+    visibility.add_argument(
+        "--requestheader-client-ca-file",
+        type=Path,
+        metavar="FILE",
+        help="CA that signs the aggregator's front-proxy client certificate; requests over a connection with "
+        "such a certificate are the user in X-Remote-User / X-Remote-Group (as kube-apiserver's flag)",
+    )
+    visibility.add_argument(
+        "--requestheader-allowed-names",
+        metavar="NAMES",
+        help="comma-separated common names the front-proxy certificate may have (default: any the CA signed)",
+    )
     controller = parser.add_argument_group("controller")
     controller.add_argument(
         "--launcher",
@@ -127,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("'serve controller' works against a cluster: use --kubeconfig PATH or run it in a Pod")
         if args.context is not None and args.kubeconfig is None:
             raise UserError("--context needs --kubeconfig PATH")
-        return asyncio.run(_serve_controller_alone(args))
+        from trainyard.cli.serve_controller import serve_controller_alone
+
+        return asyncio.run(serve_controller_alone(args))
     if args.tls_cert_dir is None and not args.self_signed:
         raise UserError("choose TLS: --tls-cert-dir DIR (tls.crt, tls.key) or --self-signed")
     if args.write_ca_bundle is not None and not args.self_signed:
@@ -136,277 +144,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--context needs --kubeconfig PATH")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port} is not a TCP port; use 1-65535 (0 picks a free one)")
-    return asyncio.run(_serve(args))
+    if args.requestheader_allowed_names is not None and args.requestheader_client_ca_file is None:
+        raise UserError("--requestheader-allowed-names needs --requestheader-client-ca-file FILE")
+    from trainyard.cli.serve_webhook import serve_webhook
 
-
-async def _serve(args: argparse.Namespace) -> int:
-    import signal
-    import tempfile
-
-    from scheduler.kube import running_in_cluster
-    from webhooks.objects import ObjectCache, ObjectFeedError, load_directory
-    from webhooks.server import WebhookServer
-    from webhooks.tls import (
-        CertificateFiles,
-        CertificateReloader,
-        TLSError,
-        self_signed,
-        server_context,
-        service_hosts,
-        write_ca_bundle,
-    )
-
-    cache = ObjectCache()
-    from_cluster = args.objects is None and (args.kubeconfig is not None or running_in_cluster())
-    if args.objects is not None:
-        try:
-            count = load_directory(args.objects, cache)
-        except ObjectFeedError as error:
-            raise UserError(str(error)) from None
-        print(f"trainyard serve: loaded {count} objects from {args.objects}", file=sys.stderr)
-    elif not from_cluster:
-        print(
-            "trainyard serve: neither --objects DIR nor --kubeconfig PATH (and not in a Pod): the webhook "
-            "knows no runtimes or queues, so queued TrainJobs will be refused",
-            file=sys.stderr,
-        )
-        cache.mark_loaded()
-
-    with tempfile.TemporaryDirectory(prefix="trainyard-tls-") as scratch:
-        try:
-            if args.self_signed:
-                hosts = service_hosts(args.service_name, args.service_namespace)
-                if args.host not in ("0.0.0.0", "::", *hosts):
-                    hosts.append(args.host)
-                bundle = self_signed(hosts)
-                files = bundle.write(Path(scratch))
-                if args.write_ca_bundle is not None:
-                    updated = write_ca_bundle(args.write_ca_bundle, bundle.ca.cert_pem)
-                    print(
-                        f"trainyard serve: wrote caBundle into {updated} webhooks in {args.write_ca_bundle}",
-                        file=sys.stderr,
-                    )
-                reloader = None
-            else:
-                files = CertificateFiles(args.tls_cert_dir)
-                reloader = None
-            context = server_context(files)
-            if not args.self_signed:
-                reloader = CertificateReloader(context, files, interval=args.reload_interval)
-        except TLSError as error:
-            raise UserError(str(error)) from None
-
-        server = WebhookServer(
-            cache, context, host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, reloader=reloader
-        )
-        feed = await ClusterFeed.connect(args.kubeconfig, args.context, cache) if from_cluster else None
-        controllers = (
-            await Controllers.connect(args, server.metrics.registry) if args.service is None and from_cluster else None
-        )
-        if controllers is not None:
-            # Kueue's visibility API from the engine that admits, behind TokenReview of the caller's token.
-            from webhooks.visibility import VISIBILITY_KEY, VisibilityService, token_review
-
-            server.app[VISIBILITY_KEY] = VisibilityService(
-                controllers.service.queue.queue, token_review(controllers.api_client)
-            )
-        if args.service is None and not from_cluster:
-            print(
-                "trainyard serve: no cluster (--kubeconfig PATH, or a Pod): the controllers do not run, "
-                "only the webhook",
-                file=sys.stderr,
-            )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        try:
-            try:
-                await server.start()
-            except OSError as error:
-                raise UserError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
-            print(f"trainyard serve: admission webhook on https://{args.host}:{server.port}", file=sys.stderr)
-            if feed is not None:
-                feed.start(stop)
-            if controllers is not None:
-                controllers.start(stop)
-            await stop.wait()
-            codes = [part.exit_code() for part in (feed, controllers) if part is not None]
-            return max(codes, default=0)
-        finally:
-            print("trainyard serve: shutting down", file=sys.stderr)
-            if controllers is not None:
-                await controllers.close()
-            if feed is not None:
-                await feed.close()
-            await server.stop()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
-
-
-class ClusterFeed:
-    """Informers for every kind the webhook caches, from a kubeconfig or the in-cluster config."""
-
-    def __init__(self, api_client: ApiClient, group: InformerGroup, source: str) -> None:
-        self.api_client = api_client
-        self.group = group
-        self.source = source
-        self.task: asyncio.Task[None] | None = None
-        self.synced_task: asyncio.Task[None] | None = None
-
-    @classmethod
-    async def connect(cls, kubeconfig: Path | None, context: str | None, cache: ObjectCache) -> ClusterFeed:
-        from scheduler.kube import InformerGroup, KubeClient, KubeConfigError, load_api_client
-        from webhooks.objects import CACHED_KINDS
-
-        try:
-            api_client = await load_api_client(kubeconfig, context=context)
-        except KubeConfigError as error:
-            raise UserError(str(error)) from None
-        kinds = [*CACHED_KINDS, "Namespace"]
-        group = InformerGroup(KubeClient(api_client), kinds, cache)
-        source = str(kubeconfig) if kubeconfig is not None else "the in-cluster service account"
-        print(f"trainyard serve: watching {', '.join(kinds)} through {source}", file=sys.stderr)
-        return cls(api_client, group, source)
-
-    def start(self, stop: asyncio.Event) -> None:
-        self.task = asyncio.create_task(self.group.run(), name="webhook-informers")
-        # The informers retry every API error themselves; if they stop anyway, so does the service.
-        self.task.add_done_callback(lambda task: stop.set())
-
-        async def report_synced() -> None:
-            await self.group.synced.wait()
-            print(f"trainyard serve: cache synced from {self.source}; ready", file=sys.stderr)
-
-        self.synced_task = asyncio.create_task(report_synced(), name="webhook-informers-synced")
-
-    def exit_code(self) -> int:
-        if self.task is None or not self.task.done() or self.task.cancelled():
-            return 0
-        error = self.task.exception()
-        if error is None:
-            return 0
-        print(f"trainyard serve: the cluster informers stopped: {error!r}", file=sys.stderr)
-        return 1
-
-    async def close(self) -> None:
-        for task in (self.task, self.synced_task):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        await self.api_client.close()
-
-
-async def _serve_controller_alone(args: argparse.Namespace) -> int:
-    """The controllers without the webhook, with /metrics, /healthz and /readyz over plain HTTP."""
-    import signal
-
-    from aiohttp import web
-    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-
-    registry = CollectorRegistry()
-    controllers = await Controllers.connect(args, registry)
-    stop = asyncio.Event()
-
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    async def healthz(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def readyz(request: web.Request) -> web.Response:
-        if controllers.service.manager.cache.synced.is_set():
-            return web.Response(text="ok")
-        unsynced = ", ".join(controllers.service.manager.unsynced())
-        return web.Response(status=503, text=f"informers not synced: {unsynced}")
-
-    app = web.Application()
-    app.add_routes([web.get("/metrics", metrics), web.get("/healthz", healthz), web.get("/readyz", readyz)])
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        site = web.TCPSite(runner, args.host, args.metrics_port)
-        try:
-            await site.start()
-        except OSError as error:
-            raise UserError(f"cannot listen on {args.host}:{args.metrics_port}: {error.strerror}") from None
-        port = runner.addresses[0][1] if runner.addresses else args.metrics_port
-        print(f"trainyard serve: controller metrics on http://{args.host}:{port}/metrics", file=sys.stderr)
-        controllers.start(stop)
-        await stop.wait()
-        return controllers.exit_code()
-    finally:
-        print("trainyard serve: shutting down", file=sys.stderr)
-        await controllers.close()
-        await runner.cleanup()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-
-
-class Controllers:
-    """The controller service (queue controller, launcher, ungater) on its own API connection."""
-
-    def __init__(self, api_client: ApiClient, service: ControllerService, source: str) -> None:
-        self.api_client = api_client
-        self.service = service
-        self.source = source
-        self.task: asyncio.Task[None] | None = None
-
-    @classmethod
-    async def connect(cls, args: argparse.Namespace, registry: CollectorRegistry) -> Controllers:
-        from scheduler.controllers.service import build_controller_service
-        from scheduler.engine import EngineConfig
-        from scheduler.engine.config import WaitForPodsReady
-        from scheduler.kube import KubeClient, KubeConfigError, load_api_client, running_in_cluster
-
-        if args.kubeconfig is None and not running_in_cluster():
-            raise UserError("the controllers need a cluster: pass --kubeconfig PATH (or run in a Pod)")
-        if args.wait_for_pods_ready is not None and args.wait_for_pods_ready <= 0:
-            raise UserError(f"--wait-for-pods-ready {args.wait_for_pods_ready:g} must be a positive number of seconds")
-        try:
-            api_client = await load_api_client(args.kubeconfig, context=args.context)
-        except KubeConfigError as error:
-            raise UserError(str(error)) from None
-        wait = WaitForPodsReady(timeout_seconds=args.wait_for_pods_ready) if args.wait_for_pods_ready else None
-        service = build_controller_service(
-            KubeClient(api_client),
-            launcher_mode=args.launcher,
-            leader_elect=args.leader_elect,
-            lease_namespace=args.lease_namespace,
-            identity=args.identity,
-            config=EngineConfig(wait_for_pods_ready=wait),
-            registry=registry,
-        )
-        source = str(args.kubeconfig) if args.kubeconfig is not None else "the in-cluster service account"
-        leader = service.leader
-        election = (
-            f"leader election on Lease {leader.namespace}/{leader.name} as {leader.identity}"
-            if leader is not None
-            else "no leader election"
-        )
-        print(f"trainyard serve: controllers (launcher {args.launcher}) through {source}, {election}", file=sys.stderr)
-        return cls(api_client, service, source)
-
-    def start(self, stop: asyncio.Event) -> None:
-        self.task = asyncio.create_task(self.service.manager.run(), name="controllers")
-        self.task.add_done_callback(lambda task: stop.set())
-
-    def exit_code(self) -> int:
-        if self.task is None or not self.task.done() or self.task.cancelled():
-            return 0
-        error = self.task.exception()
-        if error is None:
-            return 0
-        print(f"trainyard serve: the controllers stopped: {error!r}", file=sys.stderr)
-        return 1
-
-    async def close(self) -> None:
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-        await self.api_client.close()
+    return asyncio.run(serve_webhook(args))

@@ -1,0 +1,152 @@
+"""`trainyard serve [webhook]`: the admission webhook over HTTPS, with the controllers when both run.
+
+The webhook's object cache is fed from a directory of YAML (``--objects DIR``) or from a cluster's
+informers; its TLS comes from a mounted Secret (reloaded when it changes) or is self-signed at
+start. When the controllers run in the same process, the same HTTPS port serves Kueue's
+visibility API from their engine, behind the aggregator's front-proxy certificate or a bearer
+token (TokenReview) and a SubjectAccessReview per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trainyard.cli.errors import UserError
+from trainyard.cli.serve_cluster import ClusterFeed, Controllers, stop_on_signals
+
+if TYPE_CHECKING:
+    import ssl
+
+    from webhooks.objects import ObjectCache
+    from webhooks.tls import CertificateReloader
+    from webhooks.visibility import VisibilityService
+
+
+def load_objects(args: argparse.Namespace, from_cluster: bool) -> ObjectCache:
+    """The webhook's cache, filled from ``--objects`` now or left for the cluster's informers."""
+    from webhooks.objects import ObjectCache, ObjectFeedError, load_directory
+
+    cache = ObjectCache()
+    if args.objects is not None:
+        try:
+            count = load_directory(args.objects, cache)
+        except ObjectFeedError as error:
+            raise UserError(str(error)) from None
+        print(f"trainyard serve: loaded {count} objects from {args.objects}", file=sys.stderr)
+    elif not from_cluster:
+        print(
+            "trainyard serve: neither --objects DIR nor --kubeconfig PATH (and not in a Pod): the webhook "
+            "knows no runtimes or queues, so queued TrainJobs will be refused",
+            file=sys.stderr,
+        )
+        cache.mark_loaded()
+    return cache
+
+
+def tls_context(args: argparse.Namespace, scratch: Path) -> tuple[ssl.SSLContext, CertificateReloader | None]:
+    """The serving context (self-signed into ``scratch``, or the files in --tls-cert-dir, reloaded)."""
+    from webhooks.tls import (
+        CertificateFiles,
+        CertificateReloader,
+        TLSError,
+        require_client_ca,
+        self_signed,
+        server_context,
+        service_hosts,
+        write_ca_bundle,
+    )
+
+    try:
+        if args.self_signed:
+            hosts = service_hosts(args.service_name, args.service_namespace)
+            if args.host not in ("0.0.0.0", "::", *hosts):
+                hosts.append(args.host)
+            bundle = self_signed(hosts)
+            context = server_context(bundle.write(scratch))
+            reloader = None
+            if args.write_ca_bundle is not None:
+                updated = write_ca_bundle(args.write_ca_bundle, bundle.ca.cert_pem)
+                print(
+                    f"trainyard serve: wrote caBundle into {updated} webhooks in {args.write_ca_bundle}",
+                    file=sys.stderr,
+                )
+        else:
+            files = CertificateFiles(args.tls_cert_dir)
+            context = server_context(files)
+            reloader = CertificateReloader(context, files, interval=args.reload_interval)
+        if args.requestheader_client_ca_file is not None:
+            require_client_ca(context, args.requestheader_client_ca_file)
+    except TLSError as error:
+        raise UserError(str(error)) from None
+    return context, reloader
+
+
+def visibility_service(args: argparse.Namespace, controllers: Controllers) -> VisibilityService:
+    """Kueue's visibility API from the engine that admits, guarded as an aggregated API server."""
+    from webhooks.visibility import VisibilityService
+    from webhooks.visibility_auth import (
+        Authenticator,
+        FrontProxy,
+        Guard,
+        subject_access_review,
+        token_review,
+    )
+
+    front_proxy = None
+    if args.requestheader_client_ca_file is not None:
+        names = frozenset(name.strip() for name in (args.requestheader_allowed_names or "").split(",") if name.strip())
+        front_proxy = FrontProxy(names)
+    api_client = controllers.api_client
+    guard = Guard(Authenticator(token_review(api_client), front_proxy), subject_access_review(api_client))
+    return VisibilityService(controllers.service.queue.queue, guard)
+
+
+async def serve_webhook(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from scheduler.kube import running_in_cluster
+    from webhooks.server import WebhookServer
+    from webhooks.visibility import VISIBILITY_KEY
+
+    from_cluster = args.objects is None and (args.kubeconfig is not None or running_in_cluster())
+    cache = load_objects(args, from_cluster)
+    with tempfile.TemporaryDirectory(prefix="trainyard-tls-") as scratch:
+        context, reloader = tls_context(args, Path(scratch))
+        server = WebhookServer(
+            cache, context, host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, reloader=reloader
+        )
+        feed = await ClusterFeed.connect(args.kubeconfig, args.context, cache) if from_cluster else None
+        controllers = None
+        if args.service is None and from_cluster:
+            controllers = await Controllers.connect(args, server.metrics.registry)
+            server.app[VISIBILITY_KEY] = visibility_service(args, controllers)
+        elif args.service is None:
+            print(
+                "trainyard serve: no cluster (--kubeconfig PATH, or a Pod): the controllers do not run, "
+                "only the webhook",
+                file=sys.stderr,
+            )
+        stop = asyncio.Event()
+        try:
+            with stop_on_signals(stop):
+                try:
+                    await server.start()
+                except OSError as error:
+                    raise UserError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
+                print(f"trainyard serve: admission webhook on https://{args.host}:{server.port}", file=sys.stderr)
+                for part in (feed, controllers):
+                    if part is not None:
+                        part.start(stop)
+                await stop.wait()
+                return max((part.exit_code() for part in (feed, controllers) if part is not None), default=0)
+        finally:
+            print("trainyard serve: shutting down", file=sys.stderr)
+            if controllers is not None:
+                await controllers.close()
+            if feed is not None:
+                await feed.close()
+            await server.stop()
