@@ -9,27 +9,24 @@ label/annotation maps and Kueue ``PodSet`` models (the pod sets of the rendered 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
 
 from runtimes.errors import FieldError
 from scheduler.api.kueue import (
-    PODSET_GROUP_NAME,
-    PODSET_PREFERRED_TOPOLOGY,
-    PODSET_REQUIRED_TOPOLOGY,
-    PODSET_SLICE_REQUIRED_TOPOLOGY,
-    PODSET_SLICE_SIZE,
-    PODSET_UNCONSTRAINED_TOPOLOGY,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     PodSet,
 )
-from scheduler.api.names import dns_subdomain_error, qualified_name_error
+from scheduler.api.names import dns_subdomain_error
+from scheduler.api.tas_annotations import (
+    MAX_SLICE_LAYERS as MAX_SLICE_LAYERS,  # re-exported: named here before the rules moved
+)
+from scheduler.api.tas_annotations import (
+    PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS as PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
+)
+from scheduler.api.tas_annotations import check_podset_topology
 
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
-PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
-MAX_SLICE_LAYERS = 3
 
 
 def _label_path(key: str) -> str:
@@ -117,119 +114,11 @@ def validate_job_labels(
     return errors
 
 
-def _level_errors(value: str, path: str) -> list[FieldError]:
-    problem = qualified_name_error(value)
-    return [] if problem is None else [FieldError(path, f"must be a node label key: {problem}")]
-
-
-def _slice_constraints_errors(raw: str, path: str, count: int) -> list[FieldError]:
-    try:
-        layers: Any = json.loads(raw)
-    except ValueError:
-        return [FieldError(path, 'must be a JSON list such as [{"topology": "cloud.com/rack", "size": 4}]')]
-    if not isinstance(layers, list) or not 1 <= len(layers) <= MAX_SLICE_LAYERS:
-        return [FieldError(path, f"must be a JSON list of 1 to {MAX_SLICE_LAYERS} {{topology, size}} entries")]
-    errors: list[FieldError] = []
-    seen: set[str] = set()
-    sizes: list[int] = []
-    for i, layer in enumerate(layers):
-        topology = layer.get("topology") if isinstance(layer, dict) else None
-        size = layer.get("size") if isinstance(layer, dict) else None
-        if not isinstance(topology, str):
-            errors.append(FieldError(f"{path}[{i}].topology", "must be a node label key"))
-        else:
-            errors += _level_errors(topology, f"{path}[{i}].topology")
-            if topology in seen:
-                errors.append(FieldError(f"{path}[{i}].topology", f"{topology!r} is listed twice"))
-            seen.add(topology)
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            errors.append(FieldError(f"{path}[{i}].size", f"must be an integer of at least 1, got {size!r}"))
-            continue
-        if i == 0 and size > count:
-            errors.append(FieldError(f"{path}[{i}].size", f"must not exceed the pod set count {count}, got {size}"))
-        if sizes and sizes[-1] % size != 0:
-            errors.append(
-                FieldError(
-                    f"{path}[{i}].size",
-                    f"must evenly divide the size of the layer above ({sizes[-1]}), got {size}",
-                )
-            )
-        sizes.append(size)
-    return errors
-
-
 def validate_podset_topology(annotations: Mapping[str, str], count: int, path: str) -> list[FieldError]:
-    """Kueue's TAS annotation rules for one pod set's template annotations (``path`` names them)."""
-    errors: list[FieldError] = []
-
-    def at(key: str) -> str:
-        return f"{path}[{key}]"
-
-    required = annotations.get(PODSET_REQUIRED_TOPOLOGY)
-    preferred = annotations.get(PODSET_PREFERRED_TOPOLOGY)
-    unconstrained = annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY)
-    slice_level = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY)
-    slice_size = annotations.get(PODSET_SLICE_SIZE)
-    group = annotations.get(PODSET_GROUP_NAME)
-    constraints = annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
-
-    present = [
-        key
-        for key, value in (
-            (PODSET_REQUIRED_TOPOLOGY, required),
-            (PODSET_PREFERRED_TOPOLOGY, preferred),
-            (PODSET_UNCONSTRAINED_TOPOLOGY, unconstrained),
-        )
-        if value is not None
-    ]
-    if len(present) > 1:
-        errors.append(FieldError(path, f"must not set more than one of {', '.join(present)}; pick one"))
-    for key, value in (
-        (PODSET_REQUIRED_TOPOLOGY, required),
-        (PODSET_PREFERRED_TOPOLOGY, preferred),
-        (PODSET_SLICE_REQUIRED_TOPOLOGY, slice_level),
-    ):
-        if value is not None:
-            errors += _level_errors(value, at(key))
-    if unconstrained is not None and unconstrained not in ("true", "false"):
-        errors.append(
-            FieldError(at(PODSET_UNCONSTRAINED_TOPOLOGY), f'must be "true" or "false", got {unconstrained!r}')
-        )
-    if slice_size is not None:
-        if slice_level is None:
-            errors.append(
-                FieldError(at(PODSET_SLICE_SIZE), f"may only be set together with {PODSET_SLICE_REQUIRED_TOPOLOGY}")
-            )
-        if not slice_size.isdigit() or int(slice_size) < 1:
-            errors.append(FieldError(at(PODSET_SLICE_SIZE), f"must be an integer of at least 1, got {slice_size!r}"))
-        elif int(slice_size) > count:
-            errors.append(
-                FieldError(at(PODSET_SLICE_SIZE), f"must not exceed the pod set count {count}, got {slice_size}")
-            )
-    elif slice_level is not None:
-        errors.append(FieldError(at(PODSET_SLICE_REQUIRED_TOPOLOGY), f"requires {PODSET_SLICE_SIZE} to be set too"))
-    if constraints is not None:
-        if slice_level is not None or slice_size is not None:
-            errors.append(
-                FieldError(
-                    at(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS),
-                    f"must not be set together with {PODSET_SLICE_REQUIRED_TOPOLOGY} or {PODSET_SLICE_SIZE}",
-                )
-            )
-        errors += _slice_constraints_errors(constraints, at(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS), count)
-    if group is not None:
-        if required is None and preferred is None:
-            errors.append(
-                FieldError(
-                    at(PODSET_GROUP_NAME),
-                    f"requires {PODSET_REQUIRED_TOPOLOGY} or {PODSET_PREFERRED_TOPOLOGY}",
-                )
-            )
-        if slice_level is not None or constraints is not None:
-            errors.append(FieldError(at(PODSET_GROUP_NAME), "must not be combined with slice topology annotations"))
-        if group.lstrip("-").isdigit():
-            errors.append(FieldError(at(PODSET_GROUP_NAME), f"must not be a number, got {group!r}"))
-    return errors
+    """Kueue's TAS annotation rules for one pod set's template annotations (``path`` names them).
+    The rules live in ``scheduler.api.tas_annotations``, shared with the engine."""
+    _, problems = check_podset_topology(annotations, count)
+    return [FieldError(path + p.path, p.message) for p in problems if not p.at_placement]
 
 
 def validate_pod_sets_topology(pod_sets: Sequence[PodSet], path: str = "podSets") -> list[FieldError]:

@@ -14,14 +14,10 @@ from runtimes.k8s.core import PodTemplateSpec, Toleration, pod_requests
 from runtimes.k8s.quantity import format_amount
 from scheduler.api.kueue import (
     PODSET_GROUP_NAME,
-    PODSET_PREFERRED_TOPOLOGY,
-    PODSET_REQUIRED_TOPOLOGY,
-    PODSET_SLICE_REQUIRED_TOPOLOGY,
-    PODSET_SLICE_SIZE,
-    PODSET_UNCONSTRAINED_TOPOLOGY,
     TopologyAssignment,
     TopologyDomainAssignment,
 )
+from scheduler.api.tas_annotations import check_podset_topology
 
 
 @dataclass(frozen=True)
@@ -190,68 +186,16 @@ class PlacementFailure:
     requeue: bool = False
 
 
-_TOPOLOGY_ANNOTATIONS = (
-    PODSET_REQUIRED_TOPOLOGY,
-    PODSET_PREFERRED_TOPOLOGY,
-    PODSET_UNCONSTRAINED_TOPOLOGY,
-)
-
-
 def pod_set_request_from_template(name: str, count: int, template: PodTemplateSpec) -> PodSetRequest:
     """Read a pod set's per-pod requests, tolerations, selector and Kueue TAS annotations.
 
-    Raises ValueError naming the annotation and the accepted values when they are malformed.
-    Level names are checked against the Topology later, by the placer.
+    Raises ValueError naming the annotation and the accepted values when they are malformed (the
+    rules are ``scheduler.api.tas_annotations``, the webhook's too). Level names are checked
+    against the Topology later, by the placer.
     """
-    annotations = template.metadata.annotations
-    where = f"pod set {name!r}"
-    given = [key for key in _TOPOLOGY_ANNOTATIONS if key in annotations]
-    if len(given) > 1:
-        raise ValueError(f"{where}: annotations {', '.join(given)} exclude each other; set only one of them")
-    required = _level(annotations, PODSET_REQUIRED_TOPOLOGY, where)
-    preferred = _level(annotations, PODSET_PREFERRED_TOPOLOGY, where)
-    unconstrained = False
-    if PODSET_UNCONSTRAINED_TOPOLOGY in annotations:
-        text = annotations[PODSET_UNCONSTRAINED_TOPOLOGY].strip().lower()
-        if text not in ("true", "false"):
-            raise ValueError(
-                f"{where}: annotation {PODSET_UNCONSTRAINED_TOPOLOGY}="
-                f'{annotations[PODSET_UNCONSTRAINED_TOPOLOGY]!r} is not a boolean; use "true" or "false"'
-            )
-        unconstrained = text == "true"
-    slice_level = _level(annotations, PODSET_SLICE_REQUIRED_TOPOLOGY, where)
-    slice_text = annotations.get(PODSET_SLICE_SIZE)
-    if (slice_level is None) != (slice_text is None):
-        raise ValueError(
-            f"{where}: annotations {PODSET_SLICE_REQUIRED_TOPOLOGY} and {PODSET_SLICE_SIZE} "
-            "must be set together (a level label and a positive pod count)"
-        )
-    slice_size = 1
-    if slice_text is not None:
-        try:
-            slice_size = int(slice_text)
-        except ValueError:
-            slice_size = 0
-        if slice_size < 1:
-            raise ValueError(f"{where}: annotation {PODSET_SLICE_SIZE}={slice_text!r} is not a positive integer")
-        if count % slice_size:
-            raise ValueError(
-                f"{where}: count {count} is not a multiple of {PODSET_SLICE_SIZE}={slice_size}; "
-                "use a slice size that divides the pod count"
-            )
-    group = annotations.get(PODSET_GROUP_NAME)
-    if group is not None:
-        if not group.strip() or group.strip().isdigit():
-            raise ValueError(f"{where}: annotation {PODSET_GROUP_NAME}={group!r} must be a non-numeric name")
-        if required is None and preferred is None:
-            raise ValueError(
-                f"{where}: annotation {PODSET_GROUP_NAME} needs {PODSET_REQUIRED_TOPOLOGY} "
-                f"or {PODSET_PREFERRED_TOPOLOGY} on the same pod set"
-            )
-        if slice_level is not None:
-            raise ValueError(
-                f"{where}: annotation {PODSET_GROUP_NAME} cannot be combined with {PODSET_SLICE_REQUIRED_TOPOLOGY}"
-            )
+    topology, problems = check_podset_topology(template.metadata.annotations, count)
+    if problems:
+        raise ValueError(f"pod set {name!r}: {problems[0].engine}")
     requests = {res: q.amount(res) for res, q in pod_requests(template.spec).items()}
     return PodSetRequest(
         name=name,
@@ -259,22 +203,10 @@ def pod_set_request_from_template(name: str, count: int, template: PodTemplateSp
         requests=requests,
         tolerations=tuple(template.spec.tolerations or ()),
         node_selector=dict(template.spec.node_selector or {}),
-        required_level=required,
-        preferred_level=preferred,
-        unconstrained=unconstrained,
-        slice_level=slice_level,
-        slice_size=slice_size,
-        group=group,
+        required_level=topology.required,
+        preferred_level=topology.preferred,
+        unconstrained=topology.unconstrained,
+        slice_level=topology.slice_level,
+        slice_size=topology.slice_size,
+        group=topology.group,
     )
-
-
-def _level(annotations: Mapping[str, str], key: str, where: str) -> str | None:
-    if key not in annotations:
-        return None
-    value = annotations[key].strip()
-    if not value:
-        raise ValueError(
-            f"{where}: annotation {key} is empty; use a node label that is a level of the "
-            "flavor's Topology, e.g. network.topology.nvidia.com/block"
-        )
-    return value
