@@ -80,7 +80,10 @@ def render_status(stage: Stage, obj: dict[str, Any], now: str) -> dict[str, Any]
         status["conditions"] = list(merged.values())
     metadata = obj.get("metadata") or {}
     node_name = str((obj.get("spec") or {}).get("nodeName") or "")
-    for field in effect.fields:
+    fields = list(effect.fields)
+    if stage.kind == "Pod" and phase in ("Succeeded", "Failed") and "containerStatuses" not in fields:
+        fields.append("containerStatuses")  # a finished pod's containers have terminated, whatever the template says
+    for field in fields:
         if field in ("podIP", "hostIP") and not current.get(field):
             if field == "podIP":
                 status[field] = _ip(f"{metadata.get('namespace')}/{metadata.get('name')}", "10.244")
@@ -267,6 +270,12 @@ class KwokStages:
     # ------------------------------------------------------------------------ heartbeats
 
     async def _heartbeats(self, interval: float) -> None:
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NODE_LEASE_NAMESPACE}}
+        try:
+            await self.client.create(namespace)
+        except KubeApiError as error:
+            if error.status != 409:
+                log.warning("KWOK cannot create namespace %s for node leases: %s", NODE_LEASE_NAMESPACE, error)
         while True:
             for node in self.cache.list("Node"):
                 if not self.managed("Node", node) or not _ready(node):

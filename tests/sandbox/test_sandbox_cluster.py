@@ -114,3 +114,43 @@ async def test_https_with_token_and_the_official_client_reads_the_same_objects(t
             "vkueue.trainyard.dev",
             "vruntime.trainyard.dev",
         ]
+
+
+async def test_a_scheduling_gate_holds_pods_until_trainyards_ungater_acts() -> None:
+    from runtimes.api.kueue_labels import PODSET_REQUIRED_TOPOLOGY
+    from scheduler.controllers.constants import TOPOLOGY_SCHEDULING_GATE
+    from simulations.cluster import BLOCK_LABEL
+    from simulations.sandbox.apiserver.records import StoredEvent
+
+    versions: dict[str, list[dict[str, Any]]] = {}
+
+    def record(event: StoredEvent) -> None:
+        if event.obj.get("kind") == "Pod" and event.type != "DELETED":
+            versions.setdefault(event.obj["metadata"]["name"], []).append(event.obj)
+
+    async with Sandbox(speedup=20.0) as sb:
+        sb.server.store.observers.append(record)
+        job = trainjob("in-one-block", nodes=3)
+        job["spec"]["podTemplateOverrides"][0]["metadata"]["annotations"][PODSET_REQUIRED_TOPOLOGY] = BLOCK_LABEL
+        await sb.client().create(job)
+
+        async def complete() -> bool:
+            found = condition_of(await sb.client().get("TrainJob", "in-one-block", "team-a"), "Complete")
+            return found is not None and found["status"] == "True"
+
+        await eventually(complete, timeout=30.0, what="the TrainJob to complete")
+    assert len(versions) == 3
+    blocks = set()
+    for name, history in versions.items():
+        gates = [[g["name"] for g in (v["spec"].get("schedulingGates") or [])] for v in history]
+        assert gates[0] == [TOPOLOGY_SCHEDULING_GATE], f"{name} is created gated"
+        assert not history[0]["spec"].get("nodeName")
+        for version, gated in zip(history, gates, strict=True):
+            assert not (gated and version["spec"].get("nodeName")), f"{name} was bound while still gated"
+        bound = [v for v in history if v["spec"].get("nodeName")]
+        assert bound, f"{name} was never bound"
+        node = bound[0]["spec"]["nodeName"]
+        # the ungater pinned the pod where the admission placed it: the binder honoured its selector
+        assert bound[0]["spec"].get("nodeSelector", {}).get("kubernetes.io/hostname") == node
+        blocks.add(node.rsplit("-n", 1)[0])
+    assert len(blocks) == 1, f"required topology keeps the job in one block, got {blocks}"
