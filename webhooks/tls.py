@@ -213,19 +213,22 @@ def server_context(files: CertificateFiles) -> ssl.SSLContext:
     return context
 
 
-def require_client_ca(context: ssl.SSLContext, ca_file: Path) -> None:
-    """Ask callers for a client certificate and accept only those ``ca_file`` signed (optional for callers).
+def require_client_ca(context: ssl.SSLContext, ca_file: Path | None = None, *, ca_pem: str | None = None) -> None:
+    """Ask callers for a client certificate and accept only those the CA signed (optional for callers).
 
-    The aggregator's front-proxy certificate (``--requestheader-client-ca-file``) is verified this
-    way; callers without a certificate still connect (webhook calls, bearer tokens). Only this CA
-    is trusted for client certificates: the server context loads no system CAs.
+    The aggregator's front-proxy certificate (``--requestheader-client-ca-file``, or the
+    ``extension-apiserver-authentication`` ConfigMap's PEM in ``ca_pem``) is verified this way;
+    callers without a certificate still connect (webhook calls, bearer tokens). Only this CA is
+    trusted for client certificates: the server context loads no system CAs. A live context
+    takes it for the next handshakes.
     """
-    if not ca_file.is_file():
+    if ca_file is not None and not ca_file.is_file():
         raise TLSError(f"{ca_file} does not exist; --requestheader-client-ca-file must be a PEM CA bundle")
+    where = str(ca_file) if ca_file is not None else "the requestheader client CA"
     try:
-        context.load_verify_locations(cafile=str(ca_file))
-    except (ssl.SSLError, OSError) as error:
-        raise TLSError(f"cannot load the client CA {ca_file}: {error}") from None
+        context.load_verify_locations(cafile=str(ca_file) if ca_file is not None else None, cadata=ca_pem)
+    except (ssl.SSLError, OSError, ValueError) as error:
+        raise TLSError(f"cannot load the client CA {where}: {error}") from None
     context.verify_mode = ssl.CERT_OPTIONAL
 
 

@@ -20,6 +20,7 @@ server's delegating authenticator and authorizer do, so a busy dashboard does no
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -134,6 +135,63 @@ class FrontProxy:
                     key = urllib.parse.unquote(header[len(prefix) :]).lower()
                     extra[key] = (*extra.get(key, ()), value)
         return Caller(user, groups, extra)
+
+
+EXTENSION_AUTH_CONFIGMAP = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+
+
+@dataclass(frozen=True)
+class RequestHeaderConfig:
+    """The aggregator's front-proxy settings, as kube-apiserver publishes them for extension servers."""
+
+    client_ca_pem: str
+    front_proxy: FrontProxy
+
+
+def _json_list(data: Mapping[str, Any], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    text = data.get(key)
+    if not text:
+        return default
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return default
+    return tuple(str(v) for v in values) if isinstance(values, list) and values else default
+
+
+async def request_header_config(api_client: Any) -> RequestHeaderConfig | None:
+    """Read ``kube-system/extension-apiserver-authentication`` as every aggregated API server does.
+
+    None when the cluster has no aggregator front proxy configured (no ConfigMap, or no
+    ``requestheader-client-ca-file`` in it). Needs the ``extension-apiserver-authentication-reader``
+    Role (manifests/visibility).
+    """
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    try:
+        answer = await api_client.call_api(
+            EXTENSION_AUTH_CONFIGMAP,
+            "GET",
+            header_params={"Accept": "application/json"},
+            response_types_map={200: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+    except ApiException as error:
+        if error.status in (403, 404):
+            return None
+        raise
+    data = (answer or {}).get("data") or {}
+    pem = data.get("requestheader-client-ca-file")
+    if not pem:
+        return None
+    proxy = FrontProxy(
+        frozenset(_json_list(data, "requestheader-allowed-names", ())),
+        _json_list(data, "requestheader-username-headers", USERNAME_HEADERS),
+        _json_list(data, "requestheader-group-headers", GROUP_HEADERS),
+        _json_list(data, "requestheader-extra-headers-prefix", EXTRA_PREFIXES),
+    )
+    return RequestHeaderConfig(str(pem), proxy)
 
 
 def fixed_token(token: str, user: str = "visibility-reader", groups: Iterable[str] = ()) -> TokenCheck:

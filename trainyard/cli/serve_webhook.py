@@ -85,22 +85,40 @@ def tls_context(args: argparse.Namespace, scratch: Path) -> tuple[ssl.SSLContext
     return context, reloader
 
 
-def visibility_service(args: argparse.Namespace, controllers: Controllers) -> VisibilityService:
-    """Kueue's visibility API from the engine that admits, guarded as an aggregated API server."""
+async def visibility_service(
+    args: argparse.Namespace, controllers: Controllers, context: ssl.SSLContext
+) -> VisibilityService:
+    """Kueue's visibility API from the engine that admits, guarded as an aggregated API server.
+
+    The front proxy's CA is --requestheader-client-ca-file, else what the cluster publishes in
+    kube-system/extension-apiserver-authentication (as every extension API server reads it).
+    """
+    from webhooks.tls import TLSError, require_client_ca
     from webhooks.visibility import VisibilityService
     from webhooks.visibility_auth import (
         Authenticator,
         FrontProxy,
         Guard,
+        request_header_config,
         subject_access_review,
         token_review,
     )
 
+    api_client = controllers.api_client
     front_proxy = None
     if args.requestheader_client_ca_file is not None:
         names = frozenset(name.strip() for name in (args.requestheader_allowed_names or "").split(",") if name.strip())
         front_proxy = FrontProxy(names)
-    api_client = controllers.api_client
+    else:
+        published = await request_header_config(api_client)
+        if published is not None:
+            try:
+                require_client_ca(context, ca_pem=published.client_ca_pem)
+            except TLSError as error:
+                raise UserError(f"kube-system/extension-apiserver-authentication: {error}") from None
+            front_proxy = published.front_proxy
+    how = "the aggregator's front proxy or a bearer token" if front_proxy else "a bearer token (no front-proxy CA)"
+    print(f"trainyard serve: visibility API on the same port, for {how}", file=sys.stderr)
     guard = Guard(Authenticator(token_review(api_client), front_proxy), subject_access_review(api_client))
     return VisibilityService(controllers.service.queue.queue, guard)
 
@@ -123,7 +141,7 @@ async def serve_webhook(args: argparse.Namespace) -> int:
         controllers = None
         if args.service is None and from_cluster:
             controllers = await Controllers.connect(args, server.metrics.registry)
-            server.app[VISIBILITY_KEY] = visibility_service(args, controllers)
+            server.app[VISIBILITY_KEY] = await visibility_service(args, controllers, context)
         elif args.service is None:
             print(
                 "trainyard serve: no cluster (--kubeconfig PATH, or a Pod): the controllers do not run, "
