@@ -148,5 +148,5 @@ async def test_nodes_initialize_and_heartbeat_through_leases(fake_api: FakeApi) 
 
 def _lease(fake_api: FakeApi) -> dict[str, Any] | None:
     leases = fake_api.server.type_of("coordination.k8s.io/v1", "Lease")
-    found = [obj for obj in fake_api.store.items(leases, NODE_LEASE_NAMESPACE)]
+    found = list(fake_api.store.items(leases, NODE_LEASE_NAMESPACE))
     return dict(found[0]) if found else None
