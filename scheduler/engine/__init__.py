@@ -1,11 +1,19 @@
 """The pure admission engine: Kueue quota arithmetic, queues, flavor assignment, preemption, fair sharing.
 
-Objects in, decisions out: no I/O, no clock but the one passed in, deterministic.
+Objects in, decisions out: no I/O, no clock but the one passed in, deterministic. It owns every
+admission and quota rule (no second copy anywhere) and never talks to Kubernetes, the network or
+torch. Other packages use only the names below; the modules behind them are the engine's own:
+``engine`` is the facade, ``core`` what its parts see of it (the parts never import the facade),
+``cycle`` one admission cycle, ``flavors``/``flavor_match`` flavor assignment, ``quota`` the
+cohort tree, ``preemption``/``candidates`` victims, ``placement`` the bridge to
+``scheduler.topology``, ``restore``/``restore_placements`` rebuilding from Workload status.
 """
 
 from scheduler.engine.config import EngineConfig, RequeuingStrategy, WaitForPodsReady
+from scheduler.engine.core import parse_timestamp
 from scheduler.engine.engine import AdmissionEngine
 from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload, PreemptedWorkload
+from scheduler.engine.views import report, waiting_reason
 from scheduler.engine.workloads import WorkloadInfo, WorkloadState
 
 __all__ = [
@@ -19,4 +27,7 @@ __all__ = [
     "WaitForPodsReady",
     "WorkloadInfo",
     "WorkloadState",
+    "parse_timestamp",
+    "report",
+    "waiting_reason",
 ]
