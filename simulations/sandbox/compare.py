@@ -96,6 +96,7 @@ class Comparison:
     first_difference: dict[str, Any] | None
     differing: list[str] = field(default_factory=list)
     with_time: bool = True
+    skew: tuple[float, float] = (0.0, 0.0)  # (mean, max) |virtual time difference| of first admissions
 
     @property
     def decisions_equal_pct(self) -> float:
@@ -114,6 +115,7 @@ class Comparison:
             "admission_order_equal_pct": self.order_equal_pct,
             "admissions": {"simulator": self.admissions[0], "sandbox": self.admissions[1]},
             "times_compared": self.with_time,
+            "admission_time_skew_seconds": {"mean": round(self.skew[0], 3), "max": round(self.skew[1], 3)},
             "first_difference": self.first_difference,
             "differing_jobs": self.differing[:20],
         }
@@ -151,6 +153,12 @@ def compare(simulator: RunRecord, sandbox: RunRecord, jobs: list[str], *, with_t
         if when < first_time:
             first_time = when
             first = {"job": key, "simulator": _describe(mine), "sandbox": _describe(theirs)}
+    skews = [
+        abs(mine[0].time - theirs[0].time)
+        for key in jobs
+        for mine, theirs in [(simulator.decisions.get(key, []), sandbox.decisions.get(key, []))]
+        if mine and theirs and mine[0].kind == theirs[0].kind == "admitted"
+    ]
     order_equal = sum(1 for a, b in zip(simulator.admissions, sandbox.admissions, strict=False) if a == b)
     return Comparison(
         jobs=len(jobs),
@@ -160,6 +168,7 @@ def compare(simulator: RunRecord, sandbox: RunRecord, jobs: list[str], *, with_t
         first_difference=first,
         differing=differing,
         with_time=with_time,
+        skew=(sum(skews) / len(skews), max(skews)) if skews else (0.0, 0.0),
     )
 
 

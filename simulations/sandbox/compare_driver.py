@@ -101,6 +101,7 @@ class _Job:
     admitted: bool = False  # the server shows status.admission
     finished: bool = False
     running: bool = False  # an admission stamped and not yet released
+    admission: Decision | None = None  # the running admission (its nodes fill in as pods are bound)
     generation: int = 0
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> latest pod
 
@@ -121,6 +122,7 @@ class LockstepRun:
         *,
         runtime_name: str = "torch-distributed",
         settle_timeout: float = 60.0,
+        speedup: float | None = None,
         progress: Callable[[int, int, float], None] | None = None,
     ) -> None:
         self.built = built
@@ -130,6 +132,9 @@ class LockstepRun:
         self.runtime_name = runtime_name
         self.settle_timeout = settle_timeout
         self.progress = progress
+        self.speedup = speedup  # None: lockstep; N: virtual time runs N times faster than the wall clock
+        self._origin = 0.0  # loop time of virtual time 0 (paced runs)
+        self._wake = asyncio.Event()
         self.streams = RandomStreams(seed)
         self.stage_rng = self.streams.python("stages")
         self.lifecycle = PodLifecycle(load_stages(built.scenario.stages))
@@ -149,10 +154,19 @@ class LockstepRun:
     # ------------------------------------------------------------------ observation
 
     def observe(self, event: StoredEvent) -> None:
-        """Every committed write, in order (a store observer): decisions and pods of our jobs."""
+        """Every committed write, in order (a store observer): decisions and pods of our jobs.
+
+        In lockstep the decisions wait for the instant to settle; paced, they are stamped at once
+        with the sped-up clock's reading (an admission's pods are bound later: its nodes are read
+        when its completion comes due).
+        """
         kind = event.rtype.kind
         if kind == "Workload":
             self._workload(event)
+            if self.speedup is not None and self._new:
+                self.now = max(self.now, self._virtual_now())
+                self._stamp()
+                self._wake.set()
         elif kind == "Pod":
             self._pod(event)
 
@@ -202,6 +216,8 @@ class LockstepRun:
             job.pods.pop(str(metadata.get("name")), None)
         else:
             job.pods[str(metadata.get("name"))] = event.obj
+            if job.running and job.admission is not None and (event.obj.get("spec") or {}).get("nodeName"):
+                job.admission.nodes = _nodes_of(job)
 
     # ------------------------------------------------------------------ quiescence
 
@@ -270,21 +286,49 @@ class LockstepRun:
         arriving = next(stream, None)
         total = self.built.job_count
         await self.settle()
+        loop = asyncio.get_running_loop()
+        self._origin = loop.time()
         while arriving is not None or self.completions:
             candidates = [arriving.submit_time] if arriving is not None else []
             if self.completions:
                 candidates.append(self.completions[0][0])
-            self.now = min(candidates)
+            due = min(candidates)
+            if self.speedup is not None and not await self._paced_until(due):
+                continue  # something came due sooner (an admission scheduled a completion)
+            self.now = due
             while self.completions and self.completions[0][0] <= self.now:
                 _, _, key, generation = heapq.heappop(self.completions)
                 await self._complete(key, generation)
             while arriving is not None and arriving.submit_time <= self.now:
                 await self._arrive(arriving)
                 arriving = next(stream, None)
-            await self.settle()
-            self._stamp()
+            if self.speedup is None:
+                await self.settle()
+                self._stamp()
             if self.progress is not None:
                 self.progress(self.finished, total, self.now)
+        if self.speedup is not None:
+            await self.settle()  # the last completions' effects
+            self.now = self._virtual_now()
+            self._stamp()
+
+    def _virtual_now(self) -> float:
+        assert self.speedup is not None
+        return (asyncio.get_running_loop().time() - self._origin) * self.speedup
+
+    async def _paced_until(self, due: float) -> bool:
+        """Sleep until virtual time ``due`` on the sped-up wall clock; False if woken earlier."""
+        assert self.speedup is not None
+        delay = due / self.speedup - (asyncio.get_running_loop().time() - self._origin)
+        if delay > 0:
+            self._wake.clear()
+            try:
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+                return False
+            except TimeoutError:
+                pass
+        return True
 
     async def _arrive(self, job: JobSpec) -> None:
         key = f"{job.team}/{job.name}"
@@ -332,7 +376,8 @@ class LockstepRun:
             if kind == "admitted":
                 if not job.admitted or job.finished or job.running:
                     continue  # admitted and taken back within this instant: it never ran
-                self.record.add(key, self._admission(job))
+                job.admission = self._admission(job)
+                self.record.add(key, job.admission)
                 self.metrics.admitted(key, amount, self.now)
                 job.running = True
                 job.generation += 1
@@ -357,7 +402,7 @@ class LockstepRun:
         flavors: dict[str, str] = {}
         for assignment in admission.get("podSetAssignments") or ():
             flavors.update(assignment.get("flavors") or {})
-        nodes = sorted(str((p.get("spec") or {}).get("nodeName") or "") for p in job.pods.values())
+        nodes = _nodes_of(job)
         return Decision(
             self.now,
             "admitted",
@@ -377,3 +422,8 @@ class LockstepRun:
             return
         self._tie += 1
         heapq.heappush(self.completions, (self.now + outcome.finished_after, self._tie, key, job.generation))
+
+
+def _nodes_of(job: _Job) -> tuple[str, ...]:
+    """The sorted nodes of the job's bound pods."""
+    return tuple(sorted(str(p["spec"]["nodeName"]) for p in job.pods.values() if (p.get("spec") or {}).get("nodeName")))

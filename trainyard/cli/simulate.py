@@ -34,7 +34,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     parser.add_argument(
-        "--backend", choices=("sim", "kwok"), default="sim", help="sim (default) or a real KWOK cluster"
+        "--backend",
+        choices=("sim", "kwok", "sandbox"),
+        default="sim",
+        help="sim (default), a real KWOK cluster, or sandbox: the whole service on a local API server, "
+        "beside the simulator (--speedup N: a sped-up wall clock instead of lockstep virtual time)",
     )
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig of the KWOK cluster (--backend kwok)")
     parser.add_argument(
@@ -52,6 +56,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from simulations.errors import SimulationInputError
 
+    if args.backend == "sandbox":
+        from trainyard.cli import simulate_sandbox
+
+        return simulate_sandbox.run(args)
     try:
         return _run(args)
     except SimulationInputError as error:
