@@ -2,7 +2,7 @@
 
 Handlers never fetch anything: they read runtimes, queues, flavors, topologies, priority
 classes, namespaces and nodes from this cache. Whoever runs the server feeds it through the
-small ``ObjectFeed`` protocol — a directory of YAML (``--objects DIR``) today, the Kubernetes
+small ``ObjectSink`` protocol (``runtimes.k8s.sink``, alias ``ObjectFeed``) — a directory of YAML (``--objects DIR``) today, the Kubernetes
 adapter's watches in the service. Every change bumps ``version`` so derived data (validated
 runtimes, the admission engine used for the "can ever fit" rule) is rebuilt only when needed.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from runtimes.api.trainer import ClusterTrainingRuntime, TrainingRuntime
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
+from runtimes.k8s.sink import ObjectSink
 from scheduler.api.kueue import (
     ClusterQueue,
     Cohort,
@@ -53,14 +54,8 @@ class ObjectFeedError(ValueError):
     """An object a feed could not cache; the message names the object and the field."""
 
 
-class ObjectFeed(Protocol):
-    """What a source of objects calls: the YAML loader and the Kubernetes adapter alike."""
-
-    def apply(self, document: dict[str, Any]) -> None: ...
-
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> None: ...
-
-    def mark_loaded(self) -> None: ...
+# Sources feed the cache through the one sink protocol, shared with scheduler.kube's informers.
+ObjectFeed = ObjectSink
 
 
 @dataclass

@@ -15,10 +15,11 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 
+from runtimes.k8s.sink import ObjectSink as ObjectSink  # the one protocol, re-exported
 from scheduler.kube.backoff import Backoff
 from scheduler.kube.client import KubeClient, WatchEvent, WatchInactive
 from scheduler.kube.errors import KubeApiError, WatchExpired
@@ -28,16 +29,6 @@ log = logging.getLogger(__name__)
 
 # What a broken connection or a server in trouble looks like; anything else is a bug and raised.
 RETRIABLE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError)
-
-
-class ObjectSink(Protocol):
-    """Where an informer delivers what it sees (webhooks.objects.ObjectCache fits this shape)."""
-
-    def apply(self, document: dict[str, Any]) -> None: ...
-
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> None: ...
-
-    def mark_loaded(self) -> None: ...
 
 
 @dataclass
