@@ -39,6 +39,8 @@ def validate_runtime(runtime: AnyTrainingRuntime) -> list[FieldError]:
 
 
 _INT32_MAX = 2**31 - 1
+_POD_GROUP_SOURCES = frozenset({"coscheduling", "volcano"})
+_ML_POLICY_FIELDS = frozenset({"numNodes", "torch", "mpi", "jax", "xgboost", "flux"})
 
 
 def _validate_policies(
@@ -59,6 +61,14 @@ def _validate_policies(
                     f"{ml_policy.num_nodes} is not accepted: must be at least 1 and at most {_INT32_MAX}",
                 )
             )
+        for source in sorted(set(ml_policy.to_dict()) - _ML_POLICY_FIELDS):
+            errors.append(
+                FieldError(
+                    f"spec.mlPolicy.{source}",
+                    "is not an ML policy trainyard knows (numNodes with one of torch, mpi, jax, xgboost); "
+                    "rendering without it would start the pods without the framework's setup",
+                )
+            )
         if ml_policy.flux is not None:
             errors.append(
                 FieldError(
@@ -70,6 +80,14 @@ def _validate_policies(
                 )
             )
         torch = ml_policy.torch
+        if torch is not None and torch.elastic_policy is not None and ml_policy.num_nodes is not None:
+            errors.append(
+                FieldError(
+                    "spec.mlPolicy.numNodes",
+                    "numNodes should not be set if torch.elasticPolicy is configured (minNodes and maxNodes "
+                    "give the node range)",
+                )
+            )
         if torch is not None:
             value = torch.num_proc_per_node
             if (isinstance(value, int) and value < 1) or (
@@ -118,6 +136,15 @@ def _validate_policies(
                 )
             )
     pod_group_policy = runtime.spec.pod_group_policy
+    for source in sorted(set(pod_group_policy.to_dict() if pod_group_policy is not None else {}) - _POD_GROUP_SOURCES):
+        # Ignoring it would start the pods without the gang the runtime asks for.
+        errors.append(
+            FieldError(
+                f"spec.podGroupPolicy.{source}",
+                "is not supported by trainyard, which renders coscheduling and volcano pod groups only; "
+                "use one of those, or Kubeflow Trainer itself for this scheduler",
+            )
+        )
     if pod_group_policy is not None and pod_group_policy.coscheduling is not None:
         timeout = pod_group_policy.coscheduling.schedule_timeout_seconds
         if timeout is not None and timeout < 0:

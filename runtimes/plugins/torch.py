@@ -81,10 +81,10 @@ def resolve_num_proc_per_node(
     return chosen
 
 
-def pet_env(info: RuntimeInfo, num_nodes: int, num_proc: str, *, master: bool) -> list[dict[str, Any]]:
+def pet_env(info: RuntimeInfo, num_nodes: str, num_proc: str, *, master: bool) -> list[dict[str, Any]]:
     """torchrun's PET_* variables; ``master`` adds the rendezvous address and port."""
     env: list[dict[str, Any]] = [
-        {"name": PET_NNODES, "value": str(num_nodes)},
+        {"name": PET_NNODES, "value": num_nodes},
         {"name": PET_NPROC_PER_NODE, "value": num_proc},
         {
             "name": PET_NODE_RANK,
@@ -170,14 +170,22 @@ class TorchPlugin:
         trainer_pod_set = info.trainer_pod_set()
         if trainer_pod_set is None:
             return
-        if trainer is not None and trainer.num_nodes is not None:
+        num_nodes = ""
+        elastic = torch_policy.elastic_policy
+        if elastic is not None:
+            # v2.0/v2.1 elastic torchrun: minNodes pods start, PET_NNODES is the "min:max" range.
+            min_nodes, max_nodes = int(elastic.get("minNodes") or 1), int(elastic.get("maxNodes") or 1)
+            trainer_pod_set.count = min_nodes
+            num_nodes = f"{min_nodes}:{max_nodes}"
+        elif trainer is not None and trainer.num_nodes is not None:
             trainer_pod_set.count = trainer.num_nodes
         value = torch_policy.num_proc_per_node
         if trainer is not None and trainer.num_proc_per_node is not None:
             value = trainer.num_proc_per_node
         num_proc = resolve_num_proc_per_node(value, node_resources(info, trainjob))
         info.resolved["numProcPerNode"] = num_proc
-        self._inject_env_targets(info, torch_policy.env_injection, trainer_pod_set.count, num_proc)
+        num_nodes = num_nodes or str(trainer_pod_set.count)
+        self._inject_env_targets(info, torch_policy.env_injection, num_nodes, num_proc)
 
         pod_spec = info.pod_spec(trainer_pod_set.name)
         container = find_container(pod_spec, NODE) if pod_spec is not None else None
@@ -189,7 +197,7 @@ class TorchPlugin:
         # the PET_* variables too. torchtune takes its rendezvous on the command line instead of
         # PET_MASTER_*; the JobSet build writes this command in place of the TrainJob's ``tune run``.
         torchtune = trainer is not None and is_torchtune(trainer.command)
-        upsert_env(container, pet_env(info, trainer_pod_set.count, num_proc, master=not torchtune))
+        upsert_env(container, pet_env(info, num_nodes, num_proc, master=not torchtune))
         if torchtune:
             rendezvous = f"{master_address(info.trainjob_name, info.subdomain)}:{TORCH_MASTER_PORT}"
             info.resolved["trainerCommand"] = torchtune_command(
@@ -200,7 +208,7 @@ class TorchPlugin:
 
     @staticmethod
     def _inject_env_targets(
-        info: RuntimeInfo, env_injection: dict[str, Any] | None, num_nodes: int, num_proc: str
+        info: RuntimeInfo, env_injection: dict[str, Any] | None, num_nodes: str, num_proc: str
     ) -> None:
         """``torch.envInjection.targets``: every PET_* variable, rendezvous included, in the named
         (init or sidecar) containers, e.g. for a preflight check before torchrun starts."""

@@ -194,3 +194,17 @@ def test_pod_failure_rule_with_exit_codes_and_empty_pod_conditions_is_valid() ->
     assert [p.path for p in validate_jobset_spec({"replicatedJobs": [job]})] == [
         "spec.replicatedJobs[0].template.spec.podFailurePolicy.rules[0]"
     ]
+
+
+def test_unknown_pod_group_and_ml_policies_are_refused_not_ignored() -> None:
+    rt = runtime("kai", {"numNodes": 1, "torch": {}, "unsloth": {}}, pod_group_policy={"kai": {}})
+    assert sorted(p.path for p in validate_runtime(rt)) == ["spec.mlPolicy.unsloth", "spec.podGroupPolicy.kai"]
+
+
+def test_elastic_torch_starts_min_nodes_with_the_node_range() -> None:
+    rt = runtime("elastic", {"torch": {"elasticPolicy": {"minNodes": 2, "maxNodes": 4}}})
+    rendered = render_trainjob(trainjob("elastic"), rt)
+    assert job_of(rendered)["template"]["spec"]["parallelism"] == 2
+    assert env_of(rendered)["PET_NNODES"] == "2:4"
+    both = runtime("elastic", {"numNodes": 2, "torch": {"elasticPolicy": {"minNodes": 2, "maxNodes": 4}}})
+    assert [p.path for p in validate_runtime(both)] == ["spec.mlPolicy.numNodes"]
