@@ -1,4 +1,8 @@
-"""PodGroup, scheduling.x-k8s.io/v1alpha1 (kubernetes-sigs/scheduler-plugins, coscheduling)."""
+"""PodGroup, scheduling.x-k8s.io/v1alpha1 (kubernetes-sigs/scheduler-plugins, coscheduling).
+
+The same model holds Volcano's ``scheduling.volcano.sh/v1beta1`` PodGroup: its ``queue``,
+``priorityClassName`` and ``networkTopology`` are kept as given (unknown fields round-trip).
+"""
 
 from __future__ import annotations
 

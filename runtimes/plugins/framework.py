@@ -8,8 +8,8 @@ per replicated job, and the labels the pod-group policy wants on every pod.
 Phases, in the order :mod:`runtimes.plugins.pipeline` runs them:
 
 1. ``CustomValidationPlugin.validate``     — webhook-time checks of a TrainJob against its runtime
-2. ``MLPolicyPlugin.enforce_ml_policy``    — torch / mpi / plainml: counts, env, volumes
-3. ``PodGroupPolicyPlugin.enforce_pod_group_policy`` — coscheduling: pod labels
+2. ``MLPolicyPlugin.enforce_ml_policy``    — torch / mpi / jax / xgboost / plainml: counts, env, volumes
+3. ``PodGroupPolicyPlugin.enforce_pod_group_policy`` — coscheduling / volcano: pod labels, annotations
 4. ``PreBuildPlugin.pre_build``            — sync pod-set counts and the network into the template
 5. ``ComponentBuilderPlugin.build``        — emit Kubernetes objects (JobSet, PodGroup, Secret, ...)
 """
