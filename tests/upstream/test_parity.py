@@ -135,7 +135,8 @@ def trainer_container(jobset: dict[str, Any]) -> dict[str, Any] | None:
 def figures_of(rendered: str, converted: str = "") -> dict[str, Any]:
     """Values an expectation may name: ``parallelism`` ({replicated job: n}), ``env`` (the trainer
     container's literal values; ``null`` for one that must be absent), ``command`` (the trainer
-    container's command, ``null`` when the image's entrypoint runs), ``kinds`` (rendered objects),
+    container's command, ``null`` when the image's entrypoint runs), ``trainerStep`` (the replicated
+    job labelled as the trainer step, ``null`` without one), ``kinds`` (rendered objects),
     ``podGroup`` (the PodGroup's spec) and ``runtimeRef`` (the converted TrainJob's runtime)."""
     objects = [doc for doc in yaml.safe_load_all(rendered) if isinstance(doc, dict)]
     figures: dict[str, Any] = {"kinds": [obj["kind"] for obj in objects]}
@@ -144,6 +145,15 @@ def figures_of(rendered: str, converted: str = "") -> dict[str, Any]:
         figures["parallelism"] = {
             job["name"]: job["template"]["spec"].get("parallelism") for job in jobset["spec"]["replicatedJobs"]
         }
+        figures["trainerStep"] = next(
+            (
+                job["name"]
+                for job in jobset["spec"]["replicatedJobs"]
+                if ((job.get("template", {}).get("metadata") or {}).get("labels") or {}).get(ANCESTOR_LABEL)
+                == "trainer"
+            ),
+            None,
+        )
         container = trainer_container(jobset)
         if container is not None:
             figures["env"] = {item["name"]: item.get("value") for item in container.get("env") or []}
