@@ -143,7 +143,16 @@ def test_placement_is_anded_with_the_runtimes_affinity() -> None:
         ("cpu", {"requests": {"memory": "1Gi"}}, "1"),
         ("gpu", {"limits": {"nvidia.com/gpu": 2}}, "gpu"),
     ],
-    ids=["no-resources-is-one", "integer", "requests-before-limits", "limits-without-requests", "auto-cpu-rounds-up", "auto-gpu", "cpu-without-cpu", "gpu"],
+    ids=[
+        "no-resources-is-one",
+        "integer",
+        "requests-before-limits",
+        "limits-without-requests",
+        "auto-cpu-rounds-up",
+        "auto-gpu",
+        "cpu-without-cpu",
+        "gpu",
+    ],
 )
 def test_num_proc_per_node(value: int | str | None, resources: dict[str, object] | None, expected: str) -> None:
     given = ResourceRequirements.model_validate(resources) if resources is not None else None
