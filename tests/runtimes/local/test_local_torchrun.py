@@ -9,7 +9,7 @@ import pytest
 
 from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
 from runtimes.local.errors import LocalRunError
-from runtimes.local.plan import plan_from_jobset
+from runtimes.local.plan import LocalPlan, plan_from_jobset
 from runtimes.local.run import find_runtime, load_trainjob_file, plan_trainjob
 from runtimes.local.torchrun import node_processes, parse_torchrun
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "manifests" / "samples" / "trainjobs" / "local-ddp.yaml"
 
 
-def sample_plan():  # type: ignore[no-untyped-def]
+def sample_plan() -> LocalPlan:
     trainjob, inline = load_trainjob_file(SAMPLE)
     return plan_trainjob(trainjob, find_runtime(trainjob, inline))
 
