@@ -215,7 +215,9 @@ class Sandbox:
     sandbox) and registers it with manifests/webhook's configurations, then runs trainyard's
     controllers and the stand-ins (JobSet, Job, binder) and the KWOK stages that move Nodes and
     Pods. ``speedup`` divides every Stage delay (a pod whose Stage says 60 s runs 1 s at 60×).
-    Each part can be left out (``webhook=False`` ...). Exit stops everything, in reverse order.
+    Each part can be left out (``webhook=False`` ...). ``heartbeat_seconds`` is how often (wall
+    clock) KWOK renews each Node's Lease (None: never; 1,000 nodes at 10 s is ~100 writes/s),
+    ``seed`` seeds KWOK's choices (weights, jitter). Exit stops everything, in reverse order.
 
     Arguments are keyword-only after ``scenario`` and stable; new ones are added, none removed.
     """
@@ -234,6 +236,8 @@ class Sandbox:
         launcher_mode: LauncherMode = "jobset",
         engine_config: EngineConfig | None = None,
         extra_objects: Iterable[Mapping[str, Any]] = (),
+        heartbeat_seconds: float | None = 10.0,
+        seed: int = 0,
     ) -> None:
         if speedup <= 0:
             raise ValueError(f"speedup must be positive, got {speedup}")
@@ -250,6 +254,8 @@ class Sandbox:
         self.kwok: KwokStages | None = None
         self.controllers: RunningControllers | None = None
         self._api_clients: list[k8s_client.ApiClient] = []
+        self.heartbeat_seconds = heartbeat_seconds
+        self.seed = seed
 
     # ------------------------------------------------------------------------------ access
 
@@ -301,7 +307,13 @@ class Sandbox:
         if self._parts["standins"]:
             await self.cluster.start_standins(runner=not self._parts["kwok"])
         if self._parts["kwok"]:
-            self.kwok = KwokStages(self.client(), self.objects.stages, speedup=self.speedup)
+            self.kwok = KwokStages(
+                self.client(),
+                self.objects.stages,
+                speedup=self.speedup,
+                seed=self.seed,
+                heartbeat_seconds=self.heartbeat_seconds,
+            )
             self.kwok.start()
             await self.kwok.synced()
         if self._parts["controllers"]:
