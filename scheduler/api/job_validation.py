@@ -48,47 +48,59 @@ def validate_job_labels(
     ``local_queues`` are the LocalQueue names of the job's namespace, when known: a new queue
     name (on CREATE, or changed on UPDATE) must name one of them, or the job would wait forever.
     """
+    errors = _label_value_errors(labels, old_labels, priority_classes, local_queues)
+    if old_labels is not None:
+        errors += _label_update_errors(labels, old_labels, suspended=suspended)
+    return errors
+
+
+def _missing(
+    labels: Mapping[str, str], old_labels: Mapping[str, str] | None, label: str, known: Collection[str] | None
+) -> bool:
+    """Whether the label names something unknown and the name is new (CREATE, or changed on UPDATE):
+    a name that was already there may outlive its object."""
+    value = labels.get(label)
+    new = old_labels is None or old_labels.get(label) != value
+    return value is not None and known is not None and value not in known and new
+
+
+def _label_value_errors(
+    labels: Mapping[str, str],
+    old_labels: Mapping[str, str] | None,
+    priority_classes: Collection[str] | None,
+    local_queues: Collection[str] | None,
+) -> list[FieldError]:
+    """Each label's value: a valid name, naming a queue or priority class that exists; a positive time."""
     errors: list[FieldError] = []
     queue = labels.get(QUEUE_NAME_LABEL)
     if queue is not None and (problem := dns_subdomain_error(queue)) is not None:
         errors.append(FieldError(_label_path(QUEUE_NAME_LABEL), problem))
-    elif (
-        queue is not None
-        and local_queues is not None
-        and queue not in local_queues
-        and (old_labels is None or old_labels.get(QUEUE_NAME_LABEL) != queue)
-    ):
-        known = ", ".join(sorted(local_queues)) or "none exist"
-        errors.append(
-            FieldError(
-                _label_path(QUEUE_NAME_LABEL),
-                f"LocalQueue {queue!r} does not exist in the job's namespace (known: {known})",
-            )
-        )
+    elif _missing(labels, old_labels, QUEUE_NAME_LABEL, local_queues):
+        known = ", ".join(sorted(local_queues or ())) or "none exist"
+        message = f"LocalQueue {queue!r} does not exist in the job's namespace (known: {known})"
+        errors.append(FieldError(_label_path(QUEUE_NAME_LABEL), message))
     priority = labels.get(PRIORITY_CLASS_LABEL)
-    if priority is not None:
-        if (problem := dns_subdomain_error(priority)) is not None:
-            errors.append(FieldError(_label_path(PRIORITY_CLASS_LABEL), problem))
-        elif (
-            priority_classes is not None
-            and priority not in priority_classes
-            and (old_labels is None or old_labels.get(PRIORITY_CLASS_LABEL) != priority)
-        ):
-            known = ", ".join(sorted(priority_classes)) or "none exist"
-            errors.append(
-                FieldError(
-                    _label_path(PRIORITY_CLASS_LABEL),
-                    f"WorkloadPriorityClass {priority!r} does not exist (known: {known})",
-                )
-            )
+    if priority is not None and (problem := dns_subdomain_error(priority)) is not None:
+        errors.append(FieldError(_label_path(PRIORITY_CLASS_LABEL), problem))
+    elif _missing(labels, old_labels, PRIORITY_CLASS_LABEL, priority_classes):
+        known = ", ".join(sorted(priority_classes or ())) or "none exist"
+        message = f"WorkloadPriorityClass {priority!r} does not exist (known: {known})"
+        errors.append(FieldError(_label_path(PRIORITY_CLASS_LABEL), message))
     max_exec = labels.get(MAX_EXEC_TIME_LABEL)
     if max_exec is not None and not (max_exec.isdigit() and int(max_exec) > 0):
         errors.append(
             FieldError(_label_path(MAX_EXEC_TIME_LABEL), f"must be an integer greater than 0, got {max_exec!r}")
         )
-    if old_labels is None:
-        return errors
-    old_queue = old_labels.get(QUEUE_NAME_LABEL)
+    return errors
+
+
+def _label_update_errors(
+    labels: Mapping[str, str], old_labels: Mapping[str, str], *, suspended: bool
+) -> list[FieldError]:
+    """What may change on UPDATE: the queue and max execution time only while suspended; the priority
+    class never removed, and added only while suspended."""
+    errors: list[FieldError] = []
+    queue, old_queue = labels.get(QUEUE_NAME_LABEL), old_labels.get(QUEUE_NAME_LABEL)
     if not suspended and old_queue != queue:
         errors.append(
             FieldError(
@@ -96,14 +108,14 @@ def validate_job_labels(
                 f"field is immutable while the job is not suspended (was {old_queue!r}, got {queue!r})",
             )
         )
-    old_priority = old_labels.get(PRIORITY_CLASS_LABEL)
+    priority, old_priority = labels.get(PRIORITY_CLASS_LABEL), old_labels.get(PRIORITY_CLASS_LABEL)
     if old_priority is not None and priority is None:
         errors.append(FieldError(_label_path(PRIORITY_CLASS_LABEL), "WorkloadPriorityClass cannot be removed"))
     elif old_priority is None and priority is not None and not suspended:
         errors.append(
             FieldError(_label_path(PRIORITY_CLASS_LABEL), "WorkloadPriorityClass cannot be added to a running job")
         )
-    old_max_exec = old_labels.get(MAX_EXEC_TIME_LABEL)
+    max_exec, old_max_exec = labels.get(MAX_EXEC_TIME_LABEL), old_labels.get(MAX_EXEC_TIME_LABEL)
     if not suspended and old_max_exec != max_exec:
         errors.append(
             FieldError(

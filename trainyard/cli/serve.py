@@ -38,6 +38,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("service", nargs="?", choices=SERVICES, help="the service to run (default: all)")
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     parser.add_argument("--port", type=int, default=9443, help="HTTPS port (default 9443)")
+    _tls_flags(parser)
+    _source_flags(parser)
+    _visibility_flags(parser)
+    _controller_flags(parser)
+
+
+def _tls_flags(parser: argparse.ArgumentParser) -> None:
     tls = parser.add_mutually_exclusive_group()
     tls.add_argument(
         "--tls-cert-dir",
@@ -46,6 +53,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="directory with tls.crt and tls.key (a mounted cert-manager Secret); reloaded when they change",
     )
     tls.add_argument("--self-signed", action="store_true", help="generate a CA and a serving certificate at start")
+    parser.add_argument(
+        "--write-ca-bundle",
+        type=Path,
+        metavar="FILE",
+        help="with --self-signed: write the CA into clientConfig.caBundle of the webhook configurations in FILE",
+    )
+    parser.add_argument(
+        "--service-name", default="trainyard-webhook", help="Service name for the self-signed certificate"
+    )
+    parser.add_argument(
+        "--service-namespace", default="trainyard-system", help="Service namespace for the self-signed certificate"
+    )
+    parser.add_argument(
+        "--reload-interval", type=float, default=10.0, help="seconds between checks of --tls-cert-dir files"
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=3 * 1024 * 1024, help="largest request body accepted (default 3 MiB)"
+    )
+
+
+def _source_flags(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--objects",
@@ -61,24 +89,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(default inside a Pod without --objects: the in-cluster service account)",
     )
     parser.add_argument("--context", help="with --kubeconfig: the kubeconfig context to use (default: current)")
-    parser.add_argument(
-        "--write-ca-bundle",
-        type=Path,
-        metavar="FILE",
-        help="with --self-signed: write the CA into clientConfig.caBundle of the webhook configurations in FILE",
-    )
-    parser.add_argument(
-        "--service-name", default="trainyard-webhook", help="Service name for the self-signed certificate"
-    )
-    parser.add_argument(
-        "--service-namespace", default="trainyard-system", help="Service namespace for the self-signed certificate"
-    )
-    parser.add_argument(
-        "--max-body-bytes", type=int, default=3 * 1024 * 1024, help="largest request body accepted (default 3 MiB)"
-    )
-    parser.add_argument(
-        "--reload-interval", type=float, default=10.0, help="seconds between checks of --tls-cert-dir files"
-    )
+
+
+def _visibility_flags(parser: argparse.ArgumentParser) -> None:
     visibility = parser.add_argument_group("visibility API (with the controllers)")
     visibility.add_argument(
         "--requestheader-client-ca-file",
@@ -92,6 +105,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAMES",
         help="comma-separated common names the front-proxy certificate may have (default: any the CA signed)",
     )
+
+
+def _controller_flags(parser: argparse.ArgumentParser) -> None:
     controller = parser.add_argument_group("controller")
     controller.add_argument(
         "--launcher",
