@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "trainyard.benchmarks.queues",
         "queues list/pending at 1,000 ClusterQueues and 50,000 workloads; what-if on gpu-1k",
     ),
+    "sandbox": ("trainyard.benchmarks.sandbox", "1,000 TrainJobs on 1,000 nodes through the service vs the simulator"),
 }
 
 
