@@ -7,6 +7,7 @@ the request under ``failurePolicy: Fail`` and is skipped under ``Ignore``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import socket
@@ -38,7 +39,8 @@ class Hook:
         app = web.Application()
         app.router.add_post("/mutate", self._admit)
         app.router.add_post("/validate", self._admit)
-        self.runner = web.AppRunner(app, access_log=None)
+        app.router.add_post("/slow", self._slow)
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2, handler_cancellation=True)
         await self.runner.setup()
         files = self.bundle.write(tmp)
         site = web.TCPSite(self.runner, "127.0.0.1", 0, ssl_context=server_context(files))
@@ -48,6 +50,10 @@ class Hook:
     async def stop(self) -> None:
         if self.runner is not None:
             await self.runner.cleanup()
+
+    async def _slow(self, request: web.Request) -> web.Response:
+        await asyncio.sleep(3)
+        return await self._admit(request)
 
     async def _admit(self, request: web.Request) -> web.Response:
         review = await request.json()
@@ -222,3 +228,20 @@ async def test_untrusted_certificate_is_a_failed_call(
     assert raised.value.status == 500
     assert "certificate" in json.loads(raised.value.body or b"{}")["message"].lower()
     assert hook.reviews == []
+
+
+async def test_a_webhook_slower_than_timeout_seconds_is_a_failed_call(
+    fake_api: FakeApi, hook: Hook, kube_client: client.ApiClient
+) -> None:
+    document = configuration("Validating", hook)
+    document["webhooks"][0]["timeoutSeconds"] = 1
+    document["webhooks"][0]["clientConfig"]["service"]["path"] = "/slow"
+    fake_api.server.seed(document)
+    api = client.CustomObjectsApi(kube_client)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(ApiException) as raised:
+        await api.create_namespaced_custom_object(*KUEUE, "default", "localqueues", local_queue("q"))
+    assert loop.time() - started < 2.5, "the call is cut at timeoutSeconds, not when the webhook answers"
+    assert raised.value.status == 500
+    assert "context deadline exceeded" in json.loads(raised.value.body or b"{}")["message"]

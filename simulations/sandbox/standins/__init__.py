@@ -2,8 +2,8 @@
 
 ``JobSetController`` (JobSets → indexed Jobs, JobSet status, success and failure policies,
 suspend), ``JobController`` (Jobs → pods, Job status), ``Binder`` (kube-scheduler's binding:
-gates, node selectors, affinity, taints, capacity) and ``PodRunner`` (a minimal kubelet until
-KWOK stages drive pods). ``Standins`` runs all four on one client.
+gates, node selectors, affinity, taints, capacity) and ``PodRunner`` (a minimal kubelet;
+the sandbox plays KWOK Stages instead: ``simulations.sandbox.kwok``). ``Standins`` runs all four on one client.
 """
 
 from .binder import Binder
