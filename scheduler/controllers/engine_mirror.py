@@ -163,6 +163,50 @@ class EngineMirror:
             return True
         return False
 
+    # ------------------------------------------------------------------ resync
+
+    def resync(self) -> list[str]:
+        """Heal what a missed change left between the cache and the engine; the keys healed.
+
+        The handlers above skip a change that arrives while our own write to that Workload is in
+        flight or its revision unseen; if that change was someone else's (a Finished written by
+        the TrainJob reconciler, a deletion) and nothing changes the Workload again, the engine
+        would keep its old view (quota held for a finished job, a job it never saw). This pass,
+        run periodically, compares every settled Workload with the engine, as a level-triggered
+        controller must, and takes the server's view wherever they differ.
+        """
+        now = self.clock()
+        healed: list[str] = []
+        cached: set[str] = set()
+        for document in self.cache.list("Workload"):
+            key = workload_key(document)
+            cached.add(key)
+            if not self._settled(key, document, now):
+                continue
+            info = self.engine.workloads.get(key)
+            if info is None:
+                self._submit(document, now)
+                healed.append(key)
+                continue
+            finished_on_server = condition_true(document, "Finished")
+            if finished_on_server != (info.state is WorkloadState.FINISHED):
+                if finished_on_server:
+                    self.engine.finish(key, now)
+                else:
+                    self.resubmit(key)
+                healed.append(key)
+            elif not finished_on_server and bool((document.get("status") or {}).get("admission")) != (
+                info.state is WorkloadState.ADMITTED
+            ):
+                self.resubmit(key)
+                healed.append(key)
+        for key in [k for k in self.engine.workloads if k not in cached and k not in self.writing]:
+            self.engine.forget(key, now)
+            healed.append(key)
+        if healed:
+            log.warning("resync: the engine differed from the API server for %s; took the server's view", healed)
+        return healed
+
     # ------------------------------------------------------------------ writes' bookkeeping
 
     def wrote(self, key: str, written: dict[str, Any]) -> None:

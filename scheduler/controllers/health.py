@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from runtimes.k8s.core import Node
@@ -24,6 +25,8 @@ from scheduler.controllers.workload_status import pods_ready_patch
 
 if TYPE_CHECKING:
     from scheduler.controllers.queue_controller import QueueController
+
+log = logging.getLogger(__name__)
 
 PODS_PREFIX = "pods:"
 NODE_PREFIX = "node:"
@@ -84,22 +87,24 @@ class HealthChecks:
         self.controller = controller
 
     async def reconcile(self, key: str) -> ReconcileResult:
+        """False from a check means a write did not land: the key comes back with its backoff."""
+        done = True
         if key.startswith(PODS_PREFIX):
             namespace, _, name = key[len(PODS_PREFIX) :].partition("/")
-            await self._pods_ready(namespace, name)
+            done = await self._pods_ready(namespace, name)
         elif key.startswith(NODE_PREFIX):
-            await self._node_failed(key[len(NODE_PREFIX) :])
-        return ReconcileResult()
+            done = await self._node_failed(key[len(NODE_PREFIX) :])
+        return ReconcileResult(requeue=not done)
 
-    async def _pods_ready(self, namespace: str, name: str) -> None:
+    async def _pods_ready(self, namespace: str, name: str) -> bool:
         controller = self.controller
         workload = controller.cache.get("Workload", name, namespace)
         if workload is None or condition_true(workload, "Finished"):
-            return
+            return True
         admission = (workload.get("status") or {}).get("admission") or {}
         expected = sum(int(a.get("count") or 0) for a in admission.get("podSetAssignments") or ())
         if not expected:
-            return
+            return True
         pods = [
             pod
             for pod in controller.cache.list("Pod", namespace)
@@ -111,14 +116,14 @@ class HealthChecks:
         if ready:
             controller.engine.pods_ready(key, now)
         patch = pods_ready_patch(workload, ready, now)
-        if patch is not None and not await controller.write_status(key, workload, patch):
-            raise RuntimeError(f"PodsReady of Workload {key} not written; retrying")
+        # a refused write (a 409 from a stale cache, a busy server) is retried from the next cache read
+        return patch is None or await controller.write_status(key, workload, patch)
 
-    async def _node_failed(self, node_name: str) -> None:
+    async def _node_failed(self, node_name: str) -> bool:
         controller = self.controller
         node = controller.cache.get("Node", node_name)
         if node is not None and _node_ready(node):
-            return  # recovered before we got to it
+            return True  # recovered before we got to it
         failed: list[str] = []
         handled: set[str] = set()
         # gangs whose placement the engine holds: their pods on the node move, or they are evicted
@@ -141,4 +146,5 @@ class HealthChecks:
             if not await controller.evict_for_node_failure(key, node_name):
                 failed.append(key)
         if failed:
-            raise RuntimeError(f"eviction after the failure of node {node_name} not written for {', '.join(failed)}")
+            log.info("node %s failed: not yet written for %s; retrying with backoff", node_name, ", ".join(failed))
+        return not failed

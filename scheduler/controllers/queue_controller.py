@@ -8,6 +8,9 @@ One reconciler, three kinds of key:
   timeouts, requeue backoff) come back as ``requeue_after``.
 - ``pods:<namespace>/<workload>``: the workload's pods changed; PodsReady is recomputed.
 - ``node:<name>``: a Node turned NotReady or went away; gangs placed on it are handled.
+- ``@resync``: every ``resync_period`` seconds the engine is compared with the cached Workloads
+  and healed where a missed change left them apart (``EngineMirror.resync``); pending work gets
+  a cycle if none ran meanwhile, so no wake-up can be lost for good.
 
 Writes keep the API server within quota at every moment: victims' evictions are written before
 any admission, a preemptor is admitted only if every one of its victims' evictions landed, and
@@ -43,6 +46,7 @@ from scheduler.kube import KubeApiError, KubeClient, patch_status
 log = logging.getLogger(__name__)
 
 CYCLE_KEY = "@cycle"
+RESYNC_KEY = "@resync"
 WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
 _POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
 
@@ -63,6 +67,7 @@ class QueueController:
         min_interval: float = 0.1,
         pending_refresh: float = 10.0,
         write_concurrency: int = 16,
+        resync_period: float = 5.0,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -72,6 +77,7 @@ class QueueController:
         self.debounce = debounce
         self.min_interval = min_interval
         self.pending_refresh = pending_refresh
+        self.resync_period = resync_period
         self._writes = asyncio.Semaphore(write_concurrency)
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
         self.health = HealthChecks(self)
@@ -79,6 +85,8 @@ class QueueController:
         self._last_cycle: float | None = None  # loop time
         self._pending_written: dict[str, float] = {}  # key -> loop time of the last pending write
         self.cycles = 0
+        self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
+        self._resync_due = False
 
     @property
     def engine(self) -> Any:
@@ -99,13 +107,30 @@ class QueueController:
         """A new term: the engine is rebuilt from the Workloads' status, then a cycle runs."""
         self.mirror.rebuild()
         self._pending_written.clear()
+        # A pending message already on the server counts as just written: a new term rewrites a
+        # workload's reason at once, but not a queue's worth of positions that merely moved.
+        started = asyncio.get_running_loop().time()
+        for document in self.cache.list("Workload"):
+            if _quota_reserved_message(document) is not None:
+                self._pending_written[workload_key(document)] = started
         self._last_cycle = None
         self.request_cycle()
+        if self.queue_add_after is not None:
+            self.queue_add_after(RESYNC_KEY, self.resync_period)
 
     async def reconcile(self, key: str) -> ReconcileResult:
         if key == CYCLE_KEY:
             return await self._cycle()
+        if key == RESYNC_KEY:
+            return self._resync()
         return await self.health.reconcile(key)
+
+    def _resync(self) -> ReconcileResult:
+        """Ask the next cycle to compare the engine with the cache first (done inside the cycle,
+        so it never runs between a cycle's decisions and their writes)."""
+        self._resync_due = True
+        self.request_cycle()
+        return ReconcileResult(requeue_after=self.resync_period)
 
     def request_cycle(self) -> None:
         if self.queue_add_after is None:
@@ -119,6 +144,9 @@ class QueueController:
     async def _cycle(self) -> ReconcileResult:
         self._last_cycle = asyncio.get_running_loop().time()
         self.cycles += 1
+        if self._resync_due:
+            self._resync_due = False
+            self.healed += len(self.mirror.resync())
         now = self.clock()
         result = self.engine.schedule(now)
         retry = await self._write_decisions(result, now)

@@ -27,7 +27,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ReconcileResult:
+    """What a reconcile asks of its queue: nothing (done), a look after ``requeue_after`` seconds,
+    or ``requeue``: an expected, partial failure (a write the server refused): retried with the
+    key's backoff, as controller-runtime's ``Result{Requeue: true}``, without an error logged."""
+
     requeue_after: float | None = None  # seconds until this key should be reconciled again
+    requeue: bool = False
 
 
 class Reconciler(Protocol):
@@ -95,6 +100,9 @@ class Controller:
         except Exception:
             self.errors += 1
             log.exception("%s: reconciling %s failed; retrying in %.3fs", self.name, key, self.queue.backoff_delay(key))
+            self.queue.add_rate_limited(key)
+            return
+        if result.requeue:
             self.queue.add_rate_limited(key)
             return
         self.queue.forget(key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import urllib.request
 from pathlib import Path
 
 from kubernetes_asyncio import client, config
@@ -43,4 +44,21 @@ async def load_api_client(kubeconfig: Path | None = None, *, context: str | None
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException as error:
             raise KubeConfigError(f"in-cluster configuration cannot be used: {error}") from None
-    return client.ApiClient(configuration)
+    api_client = client.ApiClient(configuration)
+    _skip_environment_lookups(api_client)
+    return api_client
+
+
+def _skip_environment_lookups(api_client: client.ApiClient) -> None:
+    """No proxy in the environment: stop aiohttp looking one up (and a .netrc entry) per request.
+
+    kubernetes-asyncio opens its session with ``trust_env=True``, so every request makes two
+    trips to a worker thread (netrc, then proxy environment variables): a few milliseconds of
+    latency each on a busy host, for an answer fixed when the process started. With a proxy set
+    (HTTPS_PROXY and friends) the session is left as it is, so the proxy is honoured.
+    """
+    if urllib.request.getproxies():
+        return
+    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if session is not None and hasattr(session, "_trust_env"):
+        session._trust_env = False

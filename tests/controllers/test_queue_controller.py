@@ -79,14 +79,19 @@ async def test_a_job_that_does_not_fit_waits_with_its_reason_and_position(fake_a
     seed_queues(fake_api, cpu=2)
     fake_api.server.seed(trainjob("first", nodes=2))
     async with kube(fake_api) as client, controller(client) as process:
+        # a change of position alone is written at most this often: a cycle that saw "second"
+        # before "third" arrived wrote it position 1, and the tie may put "third" first
+        process.built.queue.pending_refresh = 0.2
         await eventually(lambda: _admitted(reader, "first"), what="the first admission")
         fake_api.server.seed(trainjob("second", nodes=1))
         fake_api.server.seed(trainjob("third", nodes=1))
 
         async def both_pending() -> bool:
             second, third = await reader.workload_of("second"), await reader.workload_of("third")
-            return all(
-                (c := condition(w, "QuotaReserved")) is not None and c["status"] == "False" for w in (second, third)
+            conditions = [condition(w, "QuotaReserved") for w in (second, third)]
+            return (
+                all(c is not None and c["status"] == "False" for c in conditions)
+                and len({str(c["message"]).rsplit("(position ", 1)[-1] for c in conditions if c is not None}) == 2
             )
 
         await eventually(both_pending, what="pending conditions")

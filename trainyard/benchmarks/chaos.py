@@ -212,6 +212,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     audit = Audit(limit_milli=2 * args.cpu_per_queue * 1000, cohort_milli=2 * args.cpu_per_queue * 1000)
     restarts = 0
+    healed = 0  # workloads the replicas' resyncs found their engine wrong about
     started = time.perf_counter()
     async with LocalCluster(chaos_objects(args.cpu_per_queue)) as cluster:
         finisher = JobSetFinisher(cluster.server, random.Random(args.seed + 1))
@@ -221,13 +222,14 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         stop_killing = asyncio.Event()
 
         async def killer() -> None:
-            nonlocal replica, restarts
+            nonlocal replica, restarts, healed
             while not stop_killing.is_set():
                 pause = rng.uniform(0.5, 1.5) * args.restart_every
                 try:
                     await asyncio.wait_for(stop_killing.wait(), pause)
                     return
                 except TimeoutError:
+                    healed += replica.service.queue.queue.healed
                     replica = await cluster.restart(replica)
                 restarts += 1
 
@@ -254,12 +256,15 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 break
             await asyncio.sleep(0.25)
         await finisher.stop()
+        healed += replica.service.queue.queue.healed
         injected = sum(cluster.server.faults.injected.values())
-    lost = [
-        f"{n}: " + (audit.last_state.get(audit.workload_of.get(n, ""), "no Workload was ever created"))
-        for n in names
-        if audit.workload_of.get(n) not in audit.finished
-    ]
+        lost = [
+            f"{n}: "
+            + audit.last_state.get(audit.workload_of.get(n, ""), "no Workload was ever created")
+            + _story(cluster, replica, n, audit.workload_of.get(n))
+            for n in names
+            if audit.workload_of.get(n) not in audit.finished
+        ]
     return {
         "jobs": args.jobs,
         "lost": len(lost),
@@ -268,9 +273,35 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "controller_restarts": restarts,
         "faults_injected": injected,
         "admissions": audit.admissions,
+        "resync_healed": healed,
         "wall_seconds": round(time.perf_counter() - started, 2),
-        "examples": sorted(audit.double_admitted)[:5] + lost[:5],
+        "examples": sorted(audit.double_admitted)[:5] + lost[:20],
     }
+
+
+def _story(cluster: Any, replica: Any, trainjob_name: str, workload: str | None) -> str:
+    """What the server and the live replica's engine hold for a lost job (to find why it is stuck)."""
+    store = cluster.server.store
+    parts = []
+    try:
+        document = store.get(
+            cluster.server.type_of("trainer.kubeflow.org/v1alpha1", "TrainJob"), NAMESPACE, trainjob_name
+        )
+        conditions = (document.get("status") or {}).get("conditions") or []
+        parts.append(f"suspend={(document.get('spec') or {}).get('suspend')}")
+        parts.append("trainjob=" + ",".join(f"{c.get('type')}={c.get('status')}" for c in conditions))
+    except Exception as error:
+        parts.append(f"trainjob: {error}")
+    try:
+        store.get(cluster.server.type_of("jobset.x-k8s.io/v1alpha2", "JobSet"), NAMESPACE, trainjob_name)
+        parts.append("jobset present")
+    except Exception:
+        parts.append("no jobset")
+    if workload is not None:
+        engine = replica.service.queue.queue.engine
+        info = engine.workloads.get(f"{NAMESPACE}/{workload}")
+        parts.append(f"engine={None if info is None else info.state.name}")
+    return " | " + "; ".join(parts)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

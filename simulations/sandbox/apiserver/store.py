@@ -4,6 +4,11 @@ Every write bumps the single global ``resourceVersion`` (as etcd's revision does
 watch event, and hands it to the open watches. The history is bounded: a watch that asks to
 resume from a revision older than the oldest retained event gets ``410 Expired``, as it would
 after etcd compaction. All operations are synchronous, so each one is atomic on the event loop.
+
+Stored objects are immutable snapshots: a write builds a new object (copying only what it
+changes) and never alters one already stored, so the history's events, watches and observers
+share the stored objects instead of copying them; callers outside get copies (``get``, the
+results of writes). A write copies a document about once, where it used to copy it six times.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ class Store(GarbageCollection):
         self.compacted_through = 0
         self.subscriptions: set[Subscription] = set()
         # In-process observers see every committed write in order, whatever faults do to the
-        # watches (an auditor, a benchmark's clock); they must not write to the store.
+        # watches (an auditor, a benchmark's clock); they must not write to the store, and the
+        # event's objects are the store's own snapshots: read them, never change them.
         self.observers: list[Callable[[StoredEvent], None]] = []
         self.owners = OwnerIndex()
         # deletions waiting on finalizers: uid -> the propagation policy to apply once the object goes
@@ -64,6 +70,7 @@ class Store(GarbageCollection):
         obj: dict[str, Any],
         old: dict[str, Any] | None,
     ) -> dict[str, Any]:
+        """Store ``obj`` (a private object, frozen from now on) and record its event; a copy back."""
         self.resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self.resource_version)
         if event_type == "DELETED":
@@ -71,7 +78,7 @@ class Store(GarbageCollection):
         else:
             self._bucket(rtype)[key] = obj
         self.owners.track((rtype, key), old, None if event_type == "DELETED" else obj)
-        event = StoredEvent(self.resource_version, event_type, rtype, key[0], clone(obj), old)
+        event = StoredEvent(self.resource_version, event_type, rtype, key[0], obj, old)
         self.history.append(event)
         while len(self.history) > self.history_limit:
             self.compacted_through = self.history.popleft().resource_version
@@ -95,8 +102,13 @@ class Store(GarbageCollection):
         if namespaces is None or ("", namespace or "") not in self.objects[namespaces]:
             raise ApiError.not_found("namespaces", namespace or "")
 
-    def _envelope(self, rtype: ResourceType, body: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
-        obj = clone(dict(body))
+    def _envelope(
+        self, rtype: ResourceType, body: Mapping[str, Any], namespace: str | None, *, deep: bool = True
+    ) -> dict[str, Any]:
+        """``body`` checked and completed (apiVersion, kind, namespace): a deep copy, or with
+        ``deep=False`` a copy of its top level and metadata only (for a status write, which
+        keeps nothing else of the body)."""
+        obj = clone(dict(body)) if deep else dict(body)
         if obj.get("apiVersion", rtype.api_version) != rtype.api_version or obj.get("kind", rtype.kind) != rtype.kind:
             raise ApiError.bad_request(
                 f"the API version in the data ({obj.get('apiVersion')}) or kind ({obj.get('kind')}) does not "
@@ -108,6 +120,8 @@ class Store(GarbageCollection):
             metadata = obj["metadata"] = {}
         if not isinstance(metadata, dict):
             raise ApiError(422, f"{rtype.kind}.metadata: must be an object")
+        if not deep:
+            metadata = obj["metadata"] = dict(metadata)
         if rtype.namespaced:
             given = metadata.get("namespace")
             if given not in (None, "", namespace):
@@ -213,7 +227,7 @@ class Store(GarbageCollection):
         if status and not rtype.status_subresource:
             raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
         stored = self._stored(rtype, namespace, name)
-        obj = self._envelope(rtype, body, namespace)
+        obj = self._envelope(rtype, body, namespace, deep=not status)
         metadata = obj["metadata"]
         if metadata.get("name", name) != name:
             raise ApiError.bad_request(
@@ -223,10 +237,12 @@ class Store(GarbageCollection):
         if given_version and str(given_version) != stored["metadata"]["resourceVersion"]:
             raise ApiError.conflict(rtype.plural, name, rtype.group)
         if status:
-            # The status subresource changes status and nothing else.
-            updated = clone(stored)
+            # The status subresource changes status and nothing else: the stored snapshot's other
+            # parts are shared, its metadata copied (the commit stamps a new resourceVersion on it).
+            updated = dict(stored)
+            updated["metadata"] = dict(stored["metadata"])
             if "status" in obj:
-                updated["status"] = obj["status"]
+                updated["status"] = clone(obj["status"])
             else:
                 updated.pop("status", None)
         else:
@@ -240,19 +256,19 @@ class Store(GarbageCollection):
             if rtype.status_subresource:
                 # The main resource ignores status, as with the status subresource enabled.
                 if "status" in stored:
-                    updated["status"] = clone(stored["status"])
+                    updated["status"] = stored["status"]  # shared: snapshots are never changed
                 else:
                     updated.pop("status", None)
             if _spec_part(updated) != _spec_part(stored):
                 metadata["generation"] = int(kept.get("generation", 1)) + 1
         prepare_for_update(rtype, updated, stored)
         if dry_run:
-            return updated
+            return clone(updated)
         key = (namespace or "", name)
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
             policy = self.pending_propagation.pop(str(stored["metadata"].get("uid")), default_propagation(rtype))
             return self._remove(rtype, key, updated, stored, policy)
-        return self._commit(rtype, key, "MODIFIED", updated, clone(stored))
+        return self._commit(rtype, key, "MODIFIED", updated, stored)
 
     def replace_stored(
         self, rtype: ResourceType, namespace: str | None, name: str, obj: Mapping[str, Any], *, dry_run: bool = False
@@ -262,7 +278,7 @@ class Store(GarbageCollection):
         stored = self._stored(rtype, namespace, name)
         if dry_run:
             return clone(dict(obj))
-        return self._commit(rtype, (namespace or "", name), "MODIFIED", clone(dict(obj)), clone(stored))
+        return self._commit(rtype, (namespace or "", name), "MODIFIED", clone(dict(obj)), stored)
 
     def patch(
         self,
@@ -277,8 +293,8 @@ class Store(GarbageCollection):
     ) -> dict[str, Any]:
         if status and not rtype.status_subresource:
             raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
-        current = clone(self._stored(rtype, namespace, name))
-        patched = apply_patch(rtype, content_type, current, patch)
+        # the patch functions build a new object (a merge patch copies only the paths it changes)
+        patched = apply_patch(rtype, content_type, self._stored(rtype, namespace, name), patch)
         return self.update(rtype, namespace, name, patched, status=status, dry_run=dry_run)
 
     def delete(
@@ -337,7 +353,7 @@ class Store(GarbageCollection):
                     "ADDED",
                     rtype,
                     obj["metadata"].get("namespace") or "",
-                    clone(obj),
+                    obj,
                     None,
                 )
                 for obj in self.items(rtype, namespace)
