@@ -154,3 +154,76 @@ async def test_a_scheduling_gate_holds_pods_until_trainyards_ungater_acts() -> N
         assert bound[0]["spec"].get("nodeSelector", {}).get("kubernetes.io/hostname") == node
         blocks.add(node.rsplit("-n", 1)[0])
     assert len(blocks) == 1, f"required topology keeps the job in one block, got {blocks}"
+
+
+FAIL_FIRST_ATTEMPT = """
+# Pods of a JobSet's first attempt fail once running; later attempts run to completion.
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: pod-fail-first-attempt}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchLabels: {jobset.sigs.k8s.io/restart-attempt: "0"}
+    matchAnnotations: {sandbox.test/flaky: "true"}
+    matchExpressions:
+    - {key: .status.phase, operator: In, values: [Running]}
+  weight: 1
+  next:
+    statusTemplate: |
+      phase: Failed
+"""
+
+
+async def test_a_jobset_restarts_under_its_failure_policy_when_kwok_fails_a_pod(tmp_path: Path) -> None:
+    from simulations.kwok import DEFAULT_STAGES_DIR
+
+    (tmp_path / "stages").mkdir()
+    (tmp_path / "stages" / "fail.yaml").write_text(FAIL_FIRST_ATTEMPT)
+    scenario = tmp_path / "flaky.yaml"
+    scenario.write_text(
+        yaml.safe_dump(
+            {
+                "name": "flaky",
+                "cluster": {"spinesPerZone": 1, "blocksPerSpine": 1, "nodesPerBlock": 2},
+                "stages": [str(DEFAULT_STAGES_DIR), "stages"],
+            }
+        )
+    )
+    container = {"name": "node", "image": "trainer", "resources": {"requests": {"cpu": "1"}}}
+    pod_template = {
+        "metadata": {
+            "annotations": {
+                "sandbox.test/flaky": "true",
+                POD_COMPLETE_DELAY_ANNOTATION: "1s",
+                POD_COMPLETE_JITTER_ANNOTATION: "1s",
+            }
+        },
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
+    job_template = {"spec": {"parallelism": 2, "completions": 2, "backoffLimit": 0, "template": pod_template}}
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "flaky", "namespace": "default"},
+        "spec": {
+            "failurePolicy": {"maxRestarts": 2},
+            "replicatedJobs": [{"name": "workers", "replicas": 1, "template": job_template}],
+        },
+    }
+    async with Sandbox(scenario, speedup=20.0, controllers=False, webhook=False) as sb:
+        client = sb.client()
+        await client.create(jobset)
+
+        async def completed() -> dict[str, Any] | None:
+            found = await client.get("JobSet", "flaky", "default")
+            done = condition_of(found, "Completed")
+            return found if done is not None and done["status"] == "True" else None
+
+        finished = await eventually(completed, timeout=30.0, what="the restarted JobSet to complete")
+        assert finished["status"]["restarts"] == 1
+        assert sb.kwok is not None
+        failed = [key for key, stage in sb.kwok.applied if stage == "pod-fail-first-attempt"]
+        assert failed, "KWOK failed a pod of the first attempt"
+        jobs = (await client.list("Job", "default")).items
+        assert {j["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for j in jobs} == {"1"}
