@@ -12,10 +12,8 @@ every entry point refuses an object in the same words.
 from __future__ import annotations
 
 import difflib
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -30,61 +28,34 @@ from runtimes.api.trainer import (
 )
 from runtimes.errors import FieldError
 from runtimes.k8s.core import Node
-from runtimes.k8s.fields import FieldPath, UnknownField, register_upstream_fields, unknown_fields
+from runtimes.k8s.fields import UnknownField, register_upstream_fields, unknown_fields
 from runtimes.k8s.meta import Resource
+from runtimes.messages import (
+    MAX_LISTED_ERRORS,
+    describe_errors,
+    errors_from_pydantic,
+    parse_field_path,
+    subject_of,
+    version_not_understood,
+)
 from runtimes.validation import validate_runtime, validate_trainjob_fields
-from scheduler.api.field_rules import errors_from_pydantic
 from scheduler.api.kueue import KUEUE_API_VERSIONS, KUEUE_GROUP, KUEUE_KINDS, ClusterQueueSpec, deprecated_fields
 from scheduler.api.names import dns_subdomain_error
 from scheduler.api.validation import validate_kueue_object
 
-# Kubernetes truncates long status messages; keep the first errors, say how many were left out.
-MAX_LISTED_ERRORS = 8
 CORE_KINDS = ("Node", "Namespace")
 # Kueue kinds trainyard does not act on: a Kueue install's manifests are foreign here, not wrong.
 KUEUE_KINDS_NOT_READ = frozenset(
     {"AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster", "ProvisioningRequestConfig"}
 )
 # Kinds whose name alone says they are meant for trainyard, whatever group the document names.
-_DISTINCT_KINDS = frozenset(TRAINER_KINDS) | (frozenset(KUEUE_KINDS) - {"Workload", "Topology"})
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
+# (Workload and Topology are also kube-scheduler's and the admission-check kinds are generic names:
+# the API group decides for those.)
+_DISTINCT_KINDS = frozenset(TRAINER_KINDS) | (frozenset(KUEUE_KINDS) - {"Workload", "Topology"} - KUEUE_KINDS_NOT_READ)
 
 # Upstream fields the models leave to round trip (so they are not "unknown").
 register_upstream_fields(ClusterQueueSpec, ("admissionScope",))
 register_upstream_fields(TrainJobSpec, ("podSpecOverrides",))
-
-
-class HasPathAndMessage(Protocol):
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def message(self) -> str: ...
-
-
-def describe_errors(subject: str, errors: Sequence[HasPathAndMessage]) -> str:
-    """``TrainJob "ns/x" is invalid: spec.a: why; spec.b: why`` (capped, with a count)."""
-    listed = "; ".join(f"{error.path}: {error.message}" for error in errors[:MAX_LISTED_ERRORS])
-    more = len(errors) - MAX_LISTED_ERRORS
-    suffix = f"; and {more} more" if more > 0 else ""
-    return f"{subject} is invalid: {listed}{suffix}"
-
-
-def subject_of(kind: str, name: str | None, namespace: str | None) -> str:
-    """How an object is named in a message: ``ClusterQueue "team-a"``, ``TrainJob "ns/job"``."""
-    shown = name or "<generated name>"
-    return f'{kind} "{namespace}/{shown}"' if namespace else f'{kind} "{shown}"'
-
-
-def parse_field_path(path: str) -> FieldPath:
-    """``spec.podSets[0].count`` or ``metadata.labels[a/b]`` as a path tuple (to find its line)."""
-    parts: list[str | int] = []
-    for name, key in _PATH_PART.findall(path):
-        if name:
-            parts.append(name)
-        else:
-            parts.append(int(key) if key.isdigit() else key)
-    return tuple(parts)
 
 
 @dataclass
@@ -135,6 +106,8 @@ def _understood(kind: str) -> tuple[str, ...]:
 def classify(api_version: str, kind: str) -> tuple[type[Resource] | None, FieldError | None]:
     """The model for (apiVersion, kind); an error for a wrong version or kind of ours; (None, None)
     for a foreign document."""
+    if not api_version and not kind:
+        return None, None  # not a Kubernetes object at all (a dashboard's JSON, a values file): foreign
     if not api_version or not kind:
         missing = "apiVersion" if not api_version else "kind"
         return None, FieldError(missing, "must be set: every object needs apiVersion and kind")
@@ -149,10 +122,7 @@ def classify(api_version: str, kind: str) -> tuple[type[Resource] | None, FieldE
         return Resource, None
     ours = group in (TRAINER_GROUP, KUEUE_GROUP) or (kind in CORE_KINDS and not group)
     if kind in _DISTINCT_KINDS or (ours and (kind in KUEUE_KINDS or kind in CORE_KINDS)):
-        return None, FieldError(
-            "apiVersion",
-            f"{api_version!r} is not a version trainyard understands for {kind}; use {' or '.join(_understood(kind))}",
-        )
+        return None, version_not_understood(api_version, kind, _understood(kind))
     if group == TRAINER_GROUP or (group == KUEUE_GROUP and kind not in KUEUE_KINDS_NOT_READ):
         known = sorted(TRAINER_KINDS if group == TRAINER_GROUP else KUEUE_KINDS)
         close = difflib.get_close_matches(kind, known, n=1)
@@ -220,6 +190,7 @@ def check_object(
 
 
 __all__ = [
+    "MAX_LISTED_ERRORS",
     "ObjectCheck",
     "check_object",
     "classify",

@@ -354,7 +354,7 @@ async def test_delete_is_always_allowed(webhook: Webhook) -> None:
 
 
 async def test_non_kueue_kind_is_denied_with_a_message(webhook: Webhook) -> None:
-    obj = {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": "x"}}
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}
     response = await webhook.admit("/validate/kueue", review(obj))
     assert response["allowed"] is False
     assert "is not validated here" in response["status"]["message"]
