@@ -26,6 +26,7 @@ import datetime
 import hashlib
 import logging
 import random
+from collections import deque
 from types import TracebackType
 from typing import Any
 
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
+APPLIED_KEPT = 100_000
 
 
 def _ip(seed: str, prefix: str) -> str:
@@ -140,7 +142,8 @@ class KwokStages:
         self.queue = standin_queue(self.name)
         self.controller = Controller(self, workers=workers, queue=self.queue)
         self.pending: dict[str, tuple[Stage, float]] = {}  # key -> chosen stage, loop time due
-        self.applied: list[tuple[str, str]] = []  # (key, stage name), in order: for tests and the demo
+        # (key, stage name), in order, the latest APPLIED_KEPT: for tests and the demo
+        self.applied: deque[tuple[str, str]] = deque(maxlen=APPLIED_KEPT)
         self._started = 0.0
         self._tasks: list[asyncio.Task[None]] = []
         self.cache.on_change("Pod", self._changed("Pod"))
@@ -256,15 +259,20 @@ class KwokStages:
         current = obj.get("status") or {}
         if all(current.get(k) == v for k, v in status.items()):
             return  # a stage that changes nothing ends the chain
-        await patch_status(
-            self.client,
-            kind,
-            metadata["name"],
-            metadata.get("namespace"),
-            status,
-            resource_version=str(metadata["resourceVersion"]),
-            attempts=1,
-        )
+        try:
+            await patch_status(
+                self.client,
+                kind,
+                metadata["name"],
+                metadata.get("namespace"),
+                status,
+                resource_version=str(metadata["resourceVersion"]),
+                attempts=1,
+            )
+        except KubeApiError as error:
+            if error.status == 404:
+                return  # deleted meanwhile: its DELETED event clears what was pending
+            raise  # 409: ``reconciled`` looks again shortly, from the newer object
         self.applied.append((key, stage.name))
 
     # ------------------------------------------------------------------------ heartbeats
