@@ -179,6 +179,28 @@ def _plan(cq: ClusterQueueInfo, pod_set: PodSetInfo, count: int) -> PodSetPlan:
     return plan
 
 
+@dataclass(frozen=True, slots=True)
+class _Fungibility:
+    """A ClusterQueue's flavorFungibility, read once per assignment."""
+
+    try_next_borrow: bool
+    try_next_preempt: bool
+    preemption_over_borrowing: bool
+
+
+@dataclass(slots=True)
+class _Ask:
+    """What one assignment asks of the quota tree, shared by every flavor it tries."""
+
+    cq: ClusterQueueInfo
+    workload: WorkloadInfo
+    probe: PreemptionProbe | None
+    usage: dict[FlavorResource, int]  # chosen so far, earlier pod sets and groups included
+    reasons: list[str]
+    empty: bool
+    fair_sharing: bool
+
+
 def assign_flavors(
     cq: ClusterQueueInfo,
     workload: WorkloadInfo,
@@ -194,12 +216,14 @@ def assign_flavors(
     ``empty`` judges against an empty cluster (what could ever fit), for validation.
     """
     fungibility = cq.spec.spec.flavor_fungibility
-    try_next_borrow = fungibility.try_next_when_borrowing
-    try_next_preempt = fungibility.try_next_when_preempting
-    preemption_over_borrowing = fungibility.preference == "PreemptionOverBorrowing"
-    usage: dict[FlavorResource, int] = {}
+    rules = _Fungibility(
+        fungibility.try_next_when_borrowing,
+        fungibility.try_next_when_preempting,
+        fungibility.preference == "PreemptionOverBorrowing",
+    )
+    ask = _Ask(cq, workload, probe, {}, [], empty, fair_sharing)
+    usage, reasons = ask.usage, ask.reasons
     choices: list[PodSetChoice] = []
-    reasons: list[str] = []
     workload_mode = Mode.FIT
     workload_borrow = 0
     for index, pod_set in enumerate(workload.pod_sets):
@@ -214,44 +238,7 @@ def assign_flavors(
         pod_set_mode = Mode.FIT
         pod_set_borrow = 0
         for group_index, resources in plan.by_group.items():
-            # (flavor, representative mode, its borrowing level, highest level of any resource)
-            best: tuple[str, Mode, int, int] | None = None
-            for flavor_name in cq.groups[group_index].flavors:
-                flavor = flavors.get(flavor_name)
-                if flavor is None:
-                    reasons.append(f"flavor {flavor_name} not found")
-                    continue
-                mismatch = plan.mismatch(flavor)
-                if mismatch is not None:
-                    reasons.append(mismatch)
-                    continue
-                # The flavor's representative mode is its worst resource by the configured
-                # preference (Kueue's granularMode); the workload's level is the highest one.
-                mode, borrow, most_borrow = Mode.FIT, 0, 0
-                for resource in resources:
-                    fr = (flavor_name, resource)
-                    resource_mode, resource_borrow = _fits_resource_quota(
-                        cq,
-                        workload,
-                        fr,
-                        usage.get(fr, 0) + totals[resource],
-                        probe,
-                        reasons,
-                        empty=empty,
-                        fair_sharing=fair_sharing,
-                    )
-                    most_borrow = max(most_borrow, resource_borrow)
-                    if _preferred(mode, borrow, resource_mode, resource_borrow, preemption_over_borrowing):
-                        mode, borrow = resource_mode, resource_borrow
-                    if mode is Mode.NO_FIT:
-                        break
-                candidate = (flavor_name, mode, borrow, most_borrow)
-                if not _should_try_next_flavor(mode, borrow, try_next_borrow, try_next_preempt):
-                    best = candidate
-                    break
-                # A flavor that does not fit at all is kept only as the reason's carrier.
-                if best is None or _preferred(mode, borrow, best[1], best[2], preemption_over_borrowing):
-                    best = candidate
+            best = _best_flavor(ask, plan, cq.groups[group_index].flavors, resources, flavors, rules)
             if best is None:
                 reasons.append(f"no flavor of {cq.name} suits pod set {pod_set.name}")
                 return Assignment(cq, choices, usage, Mode.NO_FIT, 0, reasons)
@@ -267,3 +254,61 @@ def assign_flavors(
         workload_mode = min(workload_mode, pod_set_mode)
         workload_borrow = max(workload_borrow, pod_set_borrow)
     return Assignment(cq, choices, usage, workload_mode, workload_borrow, reasons)
+
+
+def _best_flavor(
+    ask: _Ask,
+    plan: PodSetPlan,
+    candidates: tuple[str, ...],
+    resources: list[str],
+    flavors: dict[str, ResourceFlavor],
+    rules: _Fungibility,
+) -> tuple[str, Mode, int, int] | None:
+    """The flavor for one resource group: (flavor, representative mode, its borrowing level,
+    highest level of any resource), tried in the ClusterQueue's order; None if none suits."""
+    best: tuple[str, Mode, int, int] | None = None
+    for flavor_name in candidates:
+        flavor = flavors.get(flavor_name)
+        if flavor is None:
+            ask.reasons.append(f"flavor {flavor_name} not found")
+            continue
+        mismatch = plan.mismatch(flavor)
+        if mismatch is not None:
+            ask.reasons.append(mismatch)
+            continue
+        mode, borrow, most_borrow = _flavor_mode(ask, plan, flavor_name, resources, rules)
+        candidate = (flavor_name, mode, borrow, most_borrow)
+        if not _should_try_next_flavor(mode, borrow, rules.try_next_borrow, rules.try_next_preempt):
+            return candidate
+        # A flavor that does not fit at all is kept only as the reason's carrier.
+        if best is None or _preferred(mode, borrow, best[1], best[2], rules.preemption_over_borrowing):
+            best = candidate
+    return best
+
+
+def _flavor_mode(
+    ask: _Ask, plan: PodSetPlan, flavor_name: str, resources: list[str], rules: _Fungibility
+) -> tuple[Mode, int, int]:
+    """(mode, borrowing level, highest level of any resource) of one flavor for a group.
+    The representative mode is the flavor's worst resource by the configured preference
+    (Kueue's granularMode); the workload's borrowing level is the highest one."""
+    mode, borrow, most_borrow = Mode.FIT, 0, 0
+    usage, totals = ask.usage, plan.totals
+    for resource in resources:
+        fr = (flavor_name, resource)
+        resource_mode, resource_borrow = _fits_resource_quota(
+            ask.cq,
+            ask.workload,
+            fr,
+            usage.get(fr, 0) + totals[resource],
+            ask.probe,
+            ask.reasons,
+            empty=ask.empty,
+            fair_sharing=ask.fair_sharing,
+        )
+        most_borrow = max(most_borrow, resource_borrow)
+        if _preferred(mode, borrow, resource_mode, resource_borrow, rules.preemption_over_borrowing):
+            mode, borrow = resource_mode, resource_borrow
+        if mode is Mode.NO_FIT:
+            break
+    return mode, borrow, most_borrow
