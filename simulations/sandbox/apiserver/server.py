@@ -25,11 +25,11 @@ from multidict import MultiDict
 
 from . import bindings, discovery
 from .admission import Admission
+from .admitted_writes import OPERATIONS, warning_headers, write_admitted
 from .errors import ApiError
 from .faults import Faults
 from .kinds import Registry, ResourceType
 from .paging import parse_limit
-from .patches import apply_patch
 from .records import StoredEvent, Subscription
 from .routes import Target, parse_target, request_verb
 from .selectors import parse_field_selector, parse_label_selector
@@ -69,19 +69,6 @@ def _propagation(options: Mapping[str, Any], query: Mapping[str, str]) -> str | 
 
 def _json(body: Any, status: int = 200, headers: Mapping[str, str] | MultiDict[str] | None = None) -> web.Response:
     return web.Response(body=json.dumps(body).encode(), status=status, content_type="application/json", headers=headers)
-
-
-_OPERATIONS = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE"}
-_PATCH_RETRIES = 5
-
-
-def _warnings(warnings: list[str]) -> MultiDict[str]:
-    """``Warning: 299 - "text"`` headers, one per warning, as the real server sends them."""
-    headers: MultiDict[str] = MultiDict()
-    for text in warnings:
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-        headers.add("Warning", f'299 - "{escaped}"')
-    return headers
 
 
 class FakeApiServer:
@@ -244,7 +231,11 @@ class FakeApiServer:
         if verb in ("create", "update") and not isinstance(body, dict):
             raise ApiError.bad_request("the request body must be a JSON object")
         if self._admitted(verb, target):
-            return await self._write_admitted(request, verb, target, body, dry_run)
+            content_type = request.headers.get("Content-Type", "")
+            code, written, warnings = await write_admitted(
+                self.store, self.admission, verb, target, body, content_type, dry_run=dry_run
+            )
+            return _json(written, code, warning_headers(warnings))
         if verb == "create":
             return _json(store.create(rtype, namespace, body, dry_run=dry_run), 201)
         if verb == "update":
@@ -256,43 +247,8 @@ class FakeApiServer:
 
     def _admitted(self, verb: str, target: Target) -> bool:
         """Whether any webhook's rules match this request (cheap: most requests skip admission)."""
-        operation = _OPERATIONS.get(verb)
+        operation = OPERATIONS.get(verb)
         return operation is not None and self.admission.may_call(operation, target.rtype, target.subresource)
-
-    async def _write_admitted(
-        self, request: web.Request, verb: str, target: Target, body: Any, dry_run: bool
-    ) -> web.Response:
-        """Create, update or patch through the admission chain; warnings go in Warning headers."""
-        store, rtype, namespace, name = self.store, target.rtype, target.namespace, target.name
-        status = target.subresource == "status"
-        if verb == "create":
-            admitted = await self.admission.admit("CREATE", rtype, namespace, None, dict(body), None, dry_run=dry_run)
-            assert admitted.obj is not None
-            return _json(
-                store.create(rtype, namespace, admitted.obj, dry_run=dry_run), 201, _warnings(admitted.warnings)
-            )
-        for attempt in range(_PATCH_RETRIES):
-            old = store.get(rtype, namespace, str(name))
-            if verb == "update":
-                new = dict(body)
-            else:
-                new = apply_patch(
-                    rtype, request.headers.get("Content-Type", ""), store.get(rtype, namespace, str(name)), body
-                )
-                # a patch applies to what is stored now: pin it, and retry if it moves meanwhile
-                new.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
-            admitted = await self.admission.admit(
-                "UPDATE", rtype, namespace, str(name), new, old, subresource=target.subresource, dry_run=dry_run
-            )
-            assert admitted.obj is not None
-            try:
-                written = store.update(rtype, namespace, str(name), admitted.obj, status=status, dry_run=dry_run)
-            except ApiError as error:
-                if verb == "patch" and error.code == 409 and attempt + 1 < _PATCH_RETRIES:
-                    continue
-                raise
-            return _json(written, 200, _warnings(admitted.warnings))
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _list(self, target: Target, query: Mapping[str, str]) -> dict[str, Any]:
         rtype = target.rtype
