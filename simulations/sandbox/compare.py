@@ -80,6 +80,12 @@ def simulate_recorded(built: BuiltScenario, seed: int = 1) -> tuple[SimulationRe
     simulation._admit = recorded_admit  # type: ignore[method-assign]
     simulation._remove = recorded_remove  # type: ignore[method-assign]
     result = simulation.run()
+    for job in result.never_ran:
+        if job["never_fits"]:
+            # the engine's "can never fit" is what the validating webhook refuses a TrainJob for
+            key = str(job["job"])
+            submitted = simulation.metrics.jobs[key].submitted
+            record.add(key, Decision(submitted, "refused", reason=str(job["reason"])))
     record.summary = result.summary
     record.jobs = list(simulation.metrics.jobs)
     record.wall_seconds = result.wall_seconds
@@ -97,6 +103,7 @@ class Comparison:
     differing: list[str] = field(default_factory=list)
     with_time: bool = True
     skew: tuple[float, float] = (0.0, 0.0)  # (mean, max) |virtual time difference| of first admissions
+    refused: tuple[int, int] = (0, 0)  # jobs that can never fit: (simulator's engine says so, webhook refused)
 
     @property
     def decisions_equal_pct(self) -> float:
@@ -114,6 +121,7 @@ class Comparison:
             "decisions_equal_pct": self.decisions_equal_pct,
             "admission_order_equal_pct": self.order_equal_pct,
             "admissions": {"simulator": self.admissions[0], "sandbox": self.admissions[1]},
+            "refused_never_fit": {"simulator": self.refused[0], "sandbox": self.refused[1]},
             "times_compared": self.with_time,
             "admission_time_skew_seconds": {"mean": round(self.skew[0], 3), "max": round(self.skew[1], 3)},
             "first_difference": self.first_difference,
@@ -124,7 +132,7 @@ class Comparison:
 def _describe(decisions: list[Decision]) -> list[str]:
     out = []
     for d in decisions:
-        text = f"{d.kind} at {d.time:.1f}s"
+        text = f"{d.kind} at {d.time:.1f}s" + (f" ({d.reason})" if d.reason else "")
         if d.kind == "admitted":
             flavors = ",".join(f"{r}={f}" for r, f in d.flavors)
             text += f" in {d.cluster_queue} [{flavors}]"
@@ -169,7 +177,12 @@ def compare(simulator: RunRecord, sandbox: RunRecord, jobs: list[str], *, with_t
         differing=differing,
         with_time=with_time,
         skew=(sum(skews) / len(skews), max(skews)) if skews else (0.0, 0.0),
+        refused=(_refused(simulator), _refused(sandbox)),
     )
+
+
+def _refused(record: RunRecord) -> int:
+    return sum(1 for listed in record.decisions.values() if any(d.kind == "refused" for d in listed))
 
 
 def side_by_side(simulator: dict[str, Any], sandbox: dict[str, Any]) -> list[tuple[str, Any, Any]]:

@@ -54,10 +54,11 @@ class Decision:
     """One thing the service (or the simulator) decided about a job, at a virtual time."""
 
     time: float
-    kind: str  # "admitted" | "preempted" | "evicted"
+    kind: str  # "admitted" | "preempted" | "evicted" | "refused" (at submission: it can never fit)
     cluster_queue: str = ""
     flavors: tuple[tuple[str, str], ...] = ()
     nodes: tuple[str, ...] = ()  # sorted node of every pod (empty where no placement was made)
+    reason: str = ""  # why a job was refused (not compared: the two runs word it apart)
 
     def same_as(self, other: Decision, *, with_time: bool) -> bool:
         if self.kind != other.kind or (with_time and abs(self.time - other.time) > 1e-6):
@@ -337,7 +338,10 @@ class LockstepRun:
         try:
             await self.client.create(trainjob_document(job, self.runtime_name))
         except KubeApiError as error:
-            raise RuntimeError(f"the sandbox refused TrainJob {key}: {error}") from None
+            if "denied the request" not in error.message:
+                raise RuntimeError(f"the sandbox refused TrainJob {key}: {error}") from None
+            # the validating webhook refused it (a job that can never fit): no admission will follow
+            self.record.add(key, Decision(self.now, "refused", reason=error.message))
 
     async def _complete(self, key: str, generation: int) -> None:
         """KWOK's pod-complete stage: every pod of the job's gang becomes Succeeded."""

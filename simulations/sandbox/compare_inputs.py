@@ -1,4 +1,4 @@
-"""A scenario as a sandbox cluster sees it: Nodes, Namespaces, Kueue objects and one TrainJob per job.
+"""A scenario's jobs as the sandbox sees them: one TrainJob per ``JobSpec``.
 
 The embedded simulator hands the engine a Workload built from each ``JobSpec``
 (``simulations.engine_driver.workload_document``). Through the service the same job is a
@@ -20,7 +20,6 @@ from scheduler.api.kueue import (
 )
 from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
-from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
@@ -29,18 +28,6 @@ TRAINER_JOB = "node"  # the torch-distributed runtime's replicated job
 # itself at their virtual completion time, so the stand-in must never do it first.
 RUN_SECONDS_ANNOTATION = "trainyard.io/sandbox-run-seconds"
 NEVER_SECONDS = str(10**9)
-
-
-def cluster_documents(built: BuiltScenario, runtime: dict[str, Any]) -> list[dict[str, Any]]:
-    """Everything the sandbox is seeded with: team Namespaces, the runtime, Kueue objects, Nodes."""
-    teams = sorted({lq.metadata.namespace for lq in built.objects if lq.kind == "LocalQueue" and lq.metadata.namespace})
-    documents: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team}} for team in teams
-    ]
-    documents.append(runtime)
-    documents.extend(obj.to_dict() for obj in built.objects)
-    documents.extend(built.node_documents)
-    return documents
 
 
 def trainjob_document(job: JobSpec, runtime_name: str = "torch-distributed") -> dict[str, Any]:

@@ -33,6 +33,8 @@ def test_lockstep_sandbox_agrees_with_the_simulator_on_every_decision() -> None:
     assert comparison["decisions_equal_pct"] == 100.0
     assert comparison["jobs"] == 30
     assert comparison["admissions"]["sandbox"] == comparison["admissions"]["simulator"] >= 28
+    # the two jobs that can never fit: the validating webhook refused them at creation
+    assert comparison["refused_never_fit"] == {"simulator": 2, "sandbox": 2}
     metrics: dict[str, dict[str, Any]] = {row["metric"]: row for row in report["metrics"]}
     # the scenario is contended: jobs wait, one is preempted, two can never fit
     assert metrics["preemptions"]["simulator"] >= 1

@@ -1,8 +1,8 @@
 """`trainyard bench sandbox`: a scenario through the whole service, against the embedded simulator.
 
 ``--jobs`` TrainJobs (Kalos mix, contended) on ``--nodes`` simulated 8-GPU nodes (blocks of 20
-nodes, 10 blocks a spine) go through a sandbox API server on loopback, trainyard's controllers
-and the stand-ins, in lockstep virtual time (``trainyard simulate --backend sandbox``), and
+nodes, 10 blocks a spine) go through a ``Sandbox`` (API server on loopback HTTPS, trainyard's
+webhook, controllers and the stand-ins), in lockstep virtual time (``trainyard simulate --backend sandbox``), and
 through the embedded simulator. Prints how long the sandbox run took, how many API requests it
 served and the share of jobs whose decisions agree (100% expected in lockstep; ``--speedup N``
 paces the run on a sped-up wall clock instead, where arrivals can share a cycle).

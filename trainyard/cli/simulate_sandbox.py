@@ -1,10 +1,11 @@
 """`trainyard simulate --backend sandbox`: a scenario through the whole service, beside the simulator.
 
-The scenario's cluster is loaded into a sandbox API server on loopback (``LocalCluster``);
-trainyard's controllers and the stand-ins (JobSet, Job, binder, kubelet) run against it over
-HTTP, and every job is created as a TrainJob. ``simulations.sandbox.compare_driver`` plays the
-scenario in lockstep virtual time; the embedded simulator runs the same scenario; both are
-printed side by side with the share of jobs on which they decided the same.
+The scenario's cluster is loaded into a ``Sandbox`` (the sandbox API server on loopback HTTPS,
+trainyard's admission webhook registered with it, trainyard's controllers and the stand-ins for
+JobSet, Job, the binder and the kubelet). Every job is created as a TrainJob over the API;
+``simulations.sandbox.compare_driver`` plays the scenario in lockstep virtual time (or paced on
+a sped-up wall clock) and plays KWOK's pod stages; the embedded simulator runs the same
+scenario; both are printed side by side with the share of jobs on which they decided the same.
 """
 
 from __future__ import annotations
@@ -34,22 +35,24 @@ async def run_sandbox(
     seed: int = 1,
     *,
     speedup: float | None = None,
+    webhook: bool = True,
     progress: Callable[[int, int, float], None] | None = None,
 ) -> RunRecord:
-    """The scenario through a fresh sandbox: controllers, stand-ins and the driver.
+    """The scenario through a fresh ``Sandbox``: webhook, controllers, stand-ins and the driver.
 
     ``speedup`` None: lockstep virtual time. N: virtual time runs N times faster than the wall
     clock and the controllers keep their own debounce, so arrivals closer than it share a cycle.
+    The driver plays KWOK's pod stages itself (in virtual time), so the sandbox's own are off.
     """
     from simulations.sandbox.compare_driver import LockstepRun
-    from simulations.sandbox.compare_inputs import cluster_documents
-    from trainyard.localcluster import LocalCluster, builtin_runtime
+    from trainyard.localcluster import Sandbox
 
-    async with LocalCluster(cluster_documents(built, builtin_runtime())) as cluster:
-        replica = await cluster.start_controllers()
+    async with Sandbox(built.scenario, webhook=webhook, kwok=False, heartbeat_seconds=None, seed=seed) as sandbox:
+        replica = sandbox.controllers
+        assert replica is not None
         await replica.service.manager.leading.wait()
         queue = replica.service.queue.queue
-        standins = await cluster.start_standins(run_seconds=1e9)
+        standins = await sandbox.cluster.start_standins()
         if speedup is None:
             queue.debounce = LOCKSTEP_DEBOUNCE
             queue.min_interval = LOCKSTEP_DEBOUNCE
@@ -60,18 +63,20 @@ async def run_sandbox(
         def queues() -> Iterable[WorkQueue]:
             return [c.queue for c in (*replica.service.manager.controllers, *standins.controllers)]
 
-        driver = LockstepRun(built, cluster.client, cluster.server, queues, seed, speedup=speedup, progress=progress)
+        driver = LockstepRun(built, sandbox.client(), sandbox.server, queues, seed, speedup=speedup, progress=progress)
         record = await driver.run()
         record.cycles = queue.cycles
         return record
 
 
-def compare_backends(built: BuiltScenario, seed: int = 1, *, speedup: float | None = None) -> dict[str, Any]:
+def compare_backends(
+    built: BuiltScenario, seed: int = 1, *, speedup: float | None = None, webhook: bool = True
+) -> dict[str, Any]:
     """Both runs of one (comparable) scenario and their comparison, as one JSON-ready dict."""
     from simulations.sandbox.compare import compare, side_by_side, simulate_recorded
 
     _, simulated = simulate_recorded(built, seed)
-    sandboxed = asyncio.run(run_sandbox(built, seed, speedup=speedup))
+    sandboxed = asyncio.run(run_sandbox(built, seed, speedup=speedup, webhook=webhook))
     jobs = sorted(set(simulated.decisions) | set(sandboxed.decisions) | set(simulated.jobs) | set(sandboxed.jobs))
     comparison = compare(simulated, sandboxed, jobs, with_time=speedup is None)
     return {
