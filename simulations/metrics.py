@@ -33,6 +33,7 @@ class Sample:
     pending: dict[str, int]
     borrowed: dict[str, int]
     fragmented: int
+    preempted: int = 0  # preemptions so far, warm-up included (for the plots)
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -57,6 +58,7 @@ class MetricsRecorder:
     capacity: int  # units of the primary resource (GPUs, or CPU for the Kueue perf scenarios)
     nominal: dict[str, int]  # ClusterQueue -> nominal quota of the primary resource
     unit: str = "GPUs"
+    warmup: float = 0.0  # seconds at the start left out of every figure (steady-state scenarios)
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
     tiers: Counter[str] = field(default_factory=Counter)
@@ -72,9 +74,12 @@ class MetricsRecorder:
     _borrowed_area: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     _fragmented_samples: list[tuple[float, int, int]] = field(default_factory=list)
     end_time: float = 0.0
+    preempted_total: int = 0
 
     def advance(self, now: float) -> None:
-        span = now - self._last_time
+        if now <= self._last_time:
+            return
+        span = now - max(self._last_time, self.warmup)  # nothing before the warm-up ends counts
         if span > 0:
             self._allocated_area += self.allocated * span
             nominal = self.nominal
@@ -84,7 +89,7 @@ class MetricsRecorder:
                     over = amount - nominal.get(cq, 0)
                     if over > 0:  # only a queue using something can use more than its nominal
                         self._borrowed_area[cq] += over * span
-            self._last_time = now
+        self._last_time = now
 
     def submitted(self, key: str, cluster_queue: str, gpus: int, now: float) -> None:
         record = self.jobs.get(key)
@@ -121,35 +126,44 @@ class MetricsRecorder:
         else:
             record.finished = now
 
-    def preempted(self, key: str, reason: str) -> None:
+    def preempted(self, key: str, reason: str, now: float = 0.0) -> None:
         self.jobs[key].preemptions += 1
-        self.preemption_reasons[reason] += 1
+        self.preempted_total += 1
+        if now >= self.warmup:
+            self.preemption_reasons[reason] += 1
 
-    def evicted(self, key: str, reason: str) -> None:
+    def evicted(self, key: str, reason: str, now: float = 0.0) -> None:
         self.jobs[key].evictions += 1
-        self.eviction_reasons[reason] += 1
+        if now >= self.warmup:
+            self.eviction_reasons[reason] += 1
+
+    def measured(self, record: JobRecord) -> bool:
+        """Whether a job counts in the wait and completion figures: submitted after the warm-up."""
+        return record.submitted >= self.warmup
 
     def sample(self, now: float, fragmented: int) -> None:
         self.advance(now)
         borrowed = {cq: max(0, used - self.nominal.get(cq, 0)) for cq, used in self.usage.items()}
-        self.samples.append(Sample(now, self.allocated, dict(self.pending), borrowed, fragmented))
+        self.samples.append(Sample(now, self.allocated, dict(self.pending), borrowed, fragmented, self.preempted_total))
         free = self.capacity - self.allocated
         self._fragmented_samples.append((now, fragmented, free))
 
     def wait_times(self) -> dict[str, list[float]]:
         waits: dict[str, list[float]] = defaultdict(list)
         for record in self.jobs.values():
-            if record.admitted is not None:
+            if record.admitted is not None and record.submitted >= self.warmup:
                 waits[record.cluster_queue].append(record.admitted - record.submitted)
         return dict(waits)
 
     def summary(self) -> dict[str, Any]:
         self.advance(self.end_time)
-        horizon = self.end_time or 1.0
+        horizon = (self.end_time - self.warmup if self.warmup else self.end_time) or 1.0
         queues = sorted({r.cluster_queue for r in self.jobs.values()} | set(self.nominal))
         waits: dict[str, list[float]] = {q: [] for q in queues}
         completion: list[float] = []
         for record in self.jobs.values():
+            if record.submitted < self.warmup:
+                continue
             if record.admitted is not None:
                 waits[record.cluster_queue].append(record.admitted - record.submitted)
             if record.finished is not None:
@@ -165,11 +179,21 @@ class MetricsRecorder:
                 "nominal_share": round(entitled, 4),
                 "ratio": round(share / entitled, 4) if entitled else None,
             }
-        fragmented = [f / free for _, f, free in self._fragmented_samples if free > 0]
+        fragmented = [f / free for t, f, free in self._fragmented_samples if free > 0 and t >= self.warmup]
         gaps = sum(self.tier_gaps.values())
         finished = sum(1 for r in self.jobs.values() if r.finished is not None)
         admitted = sum(1 for r in self.jobs.values() if r.admitted is not None)
+        window = {}
+        if self.warmup:
+            window["window"] = {
+                "warmup_seconds": self.warmup,
+                "measured_seconds": round(horizon, 3),
+                "jobs_submitted_in_warmup": sum(1 for r in self.jobs.values() if r.submitted < self.warmup),
+                "note": "the warm-up is left out of allocation, borrowing, fair share, fragmentation, "
+                "preemption and eviction counts, and its jobs out of the wait and completion figures",
+            }
         return {
+            **window,
             "unit": self.unit,
             "capacity": self.capacity,
             "virtual_seconds": round(self.end_time, 3),

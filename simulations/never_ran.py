@@ -1,7 +1,10 @@
-"""The jobs a run never admitted, each with the engine's reason.
+"""The jobs a run did not finish, each with a reason.
 
-Asked after the loop, so asking the engine changes no decision: "can never fit"
+``never_ran``: jobs the engine never admitted, with the engine's reason: "can never fit"
 (``never_fits_reason``, asked once per job shape and team) or why the job still waits.
+``unfinished``: jobs admitted at least once that did not finish: still running when the run
+ended (at its horizon, or with stages that never complete), or preempted/evicted and waiting
+again, with the engine's reason. Both are asked after the loop, so they change no decision.
 """
 
 from __future__ import annotations
@@ -11,6 +14,10 @@ from typing import Any
 from simulations.engine_driver import EngineDriver
 from simulations.metrics import MetricsRecorder
 from simulations.workloads import JobSpec
+
+
+def _waiting(driver: EngineDriver, key: str) -> str:
+    return driver.waiting_reason(key)
 
 
 def never_ran(metrics: MetricsRecorder, jobs: dict[str, JobSpec], driver: EngineDriver) -> list[dict[str, Any]]:
@@ -43,7 +50,48 @@ def never_ran(metrics: MetricsRecorder, jobs: dict[str, JobSpec], driver: Engine
                 "amount": record.gpus,
                 "submitted": round(record.submitted, 3),
                 "never_fits": reason is not None,
-                "reason": reason if reason is not None else driver.waiting_reason(key),
+                "reason": reason if reason is not None else _waiting(driver, key),
+            }
+        )
+    return listed
+
+
+def unfinished(
+    metrics: MetricsRecorder,
+    jobs: dict[str, JobSpec],
+    running: dict[str, float],
+    driver: EngineDriver,
+    end: float,
+) -> list[dict[str, Any]]:
+    """Every job admitted at least once that did not finish, with why (``running``: the jobs
+    still holding their admission, and when it was given)."""
+    listed: list[dict[str, Any]] = []
+    for key, record in metrics.jobs.items():
+        if record.admitted is None or record.finished is not None:
+            continue
+        job = jobs[key]
+        removals = record.preemptions + record.evictions
+        if key in running:
+            started = record.running if record.running is not None else record.admitted
+            left = job.duration - (end - started)
+            reason = f"running when the run ended at {end:,.0f} s: started at {started:,.0f} s, " + (
+                f"{left:,.0f} s of its {job.duration:,.0f} s left" if left > 0 else "its stages never completed it"
+            )
+            state = "running"
+        else:
+            reason = f"removed {removals} time(s) (preempted or evicted), waiting again: {_waiting(driver, key)}"
+            state = "requeued"
+        listed.append(
+            {
+                "job": key,
+                "cluster_queue": record.cluster_queue,
+                "state": state,
+                "amount": record.gpus,
+                "submitted": round(record.submitted, 3),
+                "admitted": round(record.admitted, 3),
+                "preemptions": record.preemptions,
+                "evictions": record.evictions,
+                "reason": reason,
             }
         )
     return listed

@@ -10,7 +10,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from simulations.plots import write_plots
 from simulations.result import SimulationResult
+
+__all__ = ["never_ran_table", "render_table", "summary_rows", "unfinished_table", "write_json", "write_plots"]
 
 NEVER_RAN_ROWS = 10  # the printed table's cap; the JSON lists every job
 
@@ -30,7 +33,8 @@ def summary_rows(result: SimulationResult) -> list[tuple[str, str]]:
     completion = data["completion_seconds"]
     placement = data["placement"]
     invariants = data["invariants"]
-    return [
+    window = data.get("window")
+    rows = [
         (
             "jobs submitted / finished / never ran",
             f"{jobs['submitted']:,} / {jobs['finished']:,} / {jobs.get('never_ran', 0):,}",
@@ -46,6 +50,16 @@ def summary_rows(result: SimulationResult) -> list[tuple[str, str]]:
         ("wall seconds (engine)", f"{data['wall_seconds']:.2f} ({data['engine_seconds']:.2f})"),
         ("virtual seconds", _fmt(data["virtual_seconds"])),
     ]
+    if window:
+        rows.insert(
+            0,
+            (
+                "measured window (warm-up left out)",
+                f"{window['warmup_seconds'] / 3600:g} h - {data['virtual_seconds'] / 3600:g} h "
+                f"({window['jobs_submitted_in_warmup']:,} warm-up jobs not in waits)",
+            ),
+        )
+    return rows
 
 
 def render_table(results: Sequence[SimulationResult], console: Console) -> None:
@@ -88,6 +102,8 @@ def render_table(results: Sequence[SimulationResult], console: Console) -> None:
     for result in results:
         if result.never_ran:
             console.print(never_ran_table(result))
+        if result.unfinished:
+            console.print(unfinished_table(result))
 
 
 def never_ran_table(result: SimulationResult, limit: int = NEVER_RAN_ROWS) -> Table:
@@ -120,78 +136,23 @@ def write_json(results: Sequence[SimulationResult], path: Path) -> None:
     path.write_text(json.dumps(payload, indent=2) + "\n")
 
 
-def write_plots(result: SimulationResult, out: Path) -> list[Path]:
-    """allocation.png, queue_length.png, wait_cdf.png and placement_tiers.png in ``out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    times = [s.time / 3600.0 for s in result.samples]
-    unit = result.summary["unit"]
-
-    figure, axis = plt.subplots(figsize=(8, 4))
-    axis.plot(times, [s.allocated for s in result.samples], label=f"{unit} allocated")
-    axis.axhline(result.summary["capacity"], color="grey", linestyle="--", label="capacity")
-    axis.set_xlabel("virtual time (h)")
-    axis.set_ylabel(unit)
-    axis.set_title(f"{result.scenario}: allocation over time")
-    axis.legend()
-    figure.tight_layout()
-    written.append(out / "allocation.png")
-    figure.savefig(written[-1], dpi=100)
-    plt.close(figure)
-
-    figure, axis = plt.subplots(figsize=(8, 4))
-    queues = sorted({q for s in result.samples for q in s.pending})
-    if len(queues) <= 12:
-        for queue in queues:
-            axis.plot(times, [s.pending.get(queue, 0) for s in result.samples], label=queue)
-        if queues:
-            axis.legend(fontsize="small")
-    else:
-        axis.plot(times, [sum(s.pending.values()) for s in result.samples], label="all queues")
-        axis.legend()
-    axis.set_xlabel("virtual time (h)")
-    axis.set_ylabel("pending workloads")
-    axis.set_title(f"{result.scenario}: queue length over time")
-    figure.tight_layout()
-    written.append(out / "queue_length.png")
-    figure.savefig(written[-1], dpi=100)
-    plt.close(figure)
-
-    figure, axis = plt.subplots(figsize=(8, 4))
-    wait_times = result.wait_times
-    shown = sorted(wait_times)[:12]
-    for queue in shown:
-        values = sorted(wait_times[queue])
-        if values:
-            axis.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", label=queue)
-    axis.set_xscale("symlog")
-    axis.set_xlabel("queue wait (s)")
-    axis.set_ylabel("fraction of jobs")
-    axis.set_title(f"{result.scenario}: wait-time CDF per ClusterQueue")
-    if shown:
-        axis.legend(fontsize="small")
-    figure.tight_layout()
-    written.append(out / "wait_cdf.png")
-    figure.savefig(written[-1], dpi=100)
-    plt.close(figure)
-
-    figure, axis = plt.subplots(figsize=(8, 4))
-    tiers = result.summary["placement"]["tiers"]
-    gaps = result.summary["placement"]["gap_vs_t_star"]
-    labels = [label.rsplit("/", 1)[-1] for label in tiers]
-    axis.bar(labels, list(tiers.values()), color="tab:blue", label="placements per tier")
-    axis.set_ylabel("gangs")
-    title = "placement tier (lowest level holding the whole gang)"
-    if gaps:
-        title += "; levels above t*: " + ", ".join(f"{k}: {v}" for k, v in gaps.items())
-    axis.set_title(title, fontsize="small")
-    figure.tight_layout()
-    written.append(out / "placement_tiers.png")
-    figure.savefig(written[-1], dpi=100)
-    plt.close(figure)
-    return written
+def unfinished_table(result: SimulationResult, limit: int = NEVER_RAN_ROWS) -> Table:
+    """Jobs admitted at least once that did not finish, with why; counts by state, then the first
+    ``limit`` (``--json`` lists every one under unfinished_jobs)."""
+    jobs = result.unfinished
+    running = sum(1 for job in jobs if job["state"] == "running")
+    table = Table(
+        title=f"{result.scenario}: {len(jobs):,} job(s) unfinished ({running:,} running at the end, "
+        f"{len(jobs) - running:,} preempted or evicted and waiting)",
+        show_lines=False,
+    )
+    table.add_column("job", no_wrap=True)
+    table.add_column("ClusterQueue", no_wrap=True)
+    table.add_column("reason", ratio=1)
+    shown = [j for j in jobs if j["state"] != "running"][:limit]
+    shown += [j for j in jobs if j["state"] == "running"][: max(0, limit - len(shown))]
+    for job in shown:
+        table.add_row(job["job"], job["cluster_queue"], job["reason"])
+    if len(jobs) > len(shown):
+        table.add_row(f"... and {len(jobs) - len(shown):,} more", "", "every one is in --json under unfinished_jobs")
+    return table

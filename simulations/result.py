@@ -23,6 +23,7 @@ class SimulationResult:
     wait_times: dict[str, list[float]] = field(default_factory=dict)
     notes: dict[str, int] = field(default_factory=dict)
     never_ran: list[dict[str, Any]] = field(default_factory=list)  # see simulations.never_ran
+    unfinished: list[dict[str, Any]] = field(default_factory=list)  # admitted, not finished: same module
 
     @property
     def invariants_held(self) -> bool:
@@ -40,4 +41,5 @@ class SimulationResult:
             "notes": self.notes,
             **self.summary,
             "never_ran": self.never_ran,
+            "unfinished_jobs": self.unfinished,
         }

@@ -35,6 +35,7 @@ from simulations.kwok import (
 )
 from simulations.metrics import MetricsRecorder
 from simulations.never_ran import never_ran as list_never_ran
+from simulations.never_ran import unfinished as list_unfinished
 from simulations.node_failures import NodeFailures
 from simulations.result import ProgressCallback, SimulationResult
 
@@ -54,6 +55,7 @@ class _Running:
     amount: int  # primary resource held
     generation: int
     flavor_nodes: np.ndarray | None = None
+    admitted_at: float = 0.0
 
 
 class Simulation:
@@ -67,7 +69,7 @@ class Simulation:
         self.built = built
         self.seed = seed
         self.progress = progress
-        self.horizon = horizon
+        self.horizon = horizon if horizon is not None else built.horizon
         scenario = built.scenario
         self.streams = RandomStreams(seed)
         self.driver = EngineDriver(scenario.fair_sharing, scenario.pods_ready_timeout)
@@ -79,7 +81,10 @@ class Simulation:
         self.checker = InvariantChecker(built.objects, self.ledger)
         self.lifecycle = PodLifecycle(load_stages(scenario.stages))
         self.metrics = MetricsRecorder(
-            built.capacity, built.nominal, "GPUs" if built.primary_resource != "cpu" else "CPU cores"
+            built.capacity,
+            built.nominal,
+            "GPUs" if built.primary_resource != "cpu" else "CPU cores",
+            warmup=scenario.warmup_seconds,
         )
         self.queue = EventQueue()
         self.jobs: dict[str, JobSpec] = {}
@@ -175,7 +180,7 @@ class Simulation:
             self.pending_shapes.pop(shape)  # dict.pop: Counter's own __delitem__ is Python code
         generation = self.generation.get(decision.key, 0) + 1
         self.generation[decision.key] = generation
-        self.running[decision.key] = _Running(job, amount, generation)
+        self.running[decision.key] = _Running(job, amount, generation, admitted_at=now)
         delay = f"{round(job.duration * 1000)}ms"
         pod = simulated_pod(
             job.name,
@@ -197,9 +202,9 @@ class Simulation:
         self.checker.released(removed.key)
         self.metrics.released(removed.key, running.amount, now, requeued=True)
         if preempted:
-            self.metrics.preempted(removed.key, removed.reason)
+            self.metrics.preempted(removed.key, removed.reason, now)
         else:
-            self.metrics.evicted(removed.key, removed.reason)
+            self.metrics.evicted(removed.key, removed.reason, now)
         job = running.job
         self.pending_shapes[(job.gpus, job.gpus_per_node, job.nodes)] += 1
 
@@ -285,7 +290,11 @@ class Simulation:
         self.checker.finish()
         if self.progress is not None:
             self.progress(self.gone, self.built.job_count, now)
-        never_ran = list_never_ran(self.metrics, self.jobs, self.driver)  # after the loop: changes no decision
+        # after the loop: asking the engine changes no decision
+        never_ran = list_never_ran(self.metrics, self.jobs, self.driver)
+        unfinished = list_unfinished(
+            self.metrics, self.jobs, {key: r.admitted_at for key, r in self.running.items()}, self.driver, now
+        )
         return SimulationResult(
             scenario=self.built.scenario.name,
             seed=self.seed,
@@ -299,6 +308,7 @@ class Simulation:
             wait_times=self.metrics.wait_times(),
             notes=dict(self.built.notes),
             never_ran=never_ran,
+            unfinished=unfinished,
         )
 
     def _cycle(self, now: float) -> None:
@@ -318,9 +328,9 @@ class Simulation:
             elif removed.key not in self.running and removed.key in self.metrics.jobs:
                 # admitted and preempted within this one call: it never ran, but it was preempted
                 if preempted:
-                    self.metrics.preempted(removed.key, removed.reason)
+                    self.metrics.preempted(removed.key, removed.reason, now)
                 else:
-                    self.metrics.evicted(removed.key, removed.reason)
+                    self.metrics.evicted(removed.key, removed.reason, now)
         for key, decision in last_admission.items():
             if key not in self.running and self.driver.is_admitted(key):
                 self._admit(decision, now)

@@ -15,7 +15,8 @@ Scenario file schema (every key optional except ``name``; unknown keys are error
       cpu: 224                      # cores per node
       memoryGi: 2048
     teams:                          # one ClusterQueue + LocalQueue per team, all in one cohort
-    - {name: team-a, share: 0.5, borrowingLimitShare: 0.25, weight: 1, arrivalWeight: 1, priorityClass: normal}
+    - {name: team-a, share: 0.5, borrowingLimitShare: 0.25, weight: 1, arrivalWeight: 1, priorityClass: normal,
+       mix: helios, durationScale: 4}   # mix/durationScale: this team's own jobs (default: the workload's)
     queueing: {reclaimWithinCohort: Any, withinClusterQueue: LowerPriority, fairSharing: false}
     workload:                       # synthetic TrainJobs (simulations.workloads)
       jobs: 2000
@@ -26,13 +27,18 @@ Scenario file schema (every key optional except ``name``; unknown keys are error
       topologyLevel: null           # default: the level just above the hostname
       highPriorityFraction: 0.0
       maxDurationSeconds: 2592000   # clip the duration tail
+      arrivals: poisson             # poisson | diurnal (rate ± diurnalAmplitude over each day)
+      diurnalAmplitude: 0.5
+      horizonSeconds: 86400         # arrivals stop and the run ends here (jobs becomes a cap)
     trace: jobs.csv                 # instead of workload: a job CSV or the openb directory
     waitForPodsReady: {timeoutSeconds: 600}
     failures: {nodeMtbfHours: 2000, repairSeconds: 3600}
     stages: [../manifests/kwok/stages]   # KWOK Stage files or directories
     sampleSeconds: 300
+    warmupSeconds: 0                # left out of every metric (the report says so)
 
-Paths are relative to the scenario file.
+Paths are relative to the scenario file. The Kueue objects a file's teams become pass the same
+check (``scheduler.api.checks.check_object``) as every other entry point.
 
 The package: ``spec`` (Scenario, BuiltScenario), ``catalogue`` (the built-in scenarios),
 ``builders`` (scenario -> objects, nodes, jobs) and ``files`` (YAML scenario files).

@@ -20,6 +20,7 @@ from simulations.cluster import (
 from simulations.errors import SimulationInputError
 from simulations.events import RandomStreams
 from simulations.scenarios.spec import BuiltScenario, KueuePerfSpec, Scenario
+from simulations.steady import expected_jobs
 from simulations.workloads import JobSpec, SyntheticWorkload, generate_jobs
 
 
@@ -69,7 +70,17 @@ def build(scenario: Scenario) -> BuiltScenario:
         return generate_jobs(workload, cluster.gpu_count, cluster.gpus_per_node, streams, topology_levels=levels)
 
     return BuiltScenario(
-        scenario, objects, nodes, documents, levels, workload.jobs, jobs, GPU_RESOURCE, cluster.gpu_count, nominal
+        scenario,
+        objects,
+        nodes,
+        documents,
+        levels,
+        expected_jobs(workload, cluster.gpu_count),
+        jobs,
+        GPU_RESOURCE,
+        cluster.gpu_count,
+        nominal,
+        horizon=workload.horizon,
     )
 
 

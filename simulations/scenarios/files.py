@@ -29,6 +29,7 @@ _TOP_KEYS = {
     "failures",
     "stages",
     "sampleSeconds",
+    "warmupSeconds",
 }
 _CLUSTER_KEYS = {
     "zones": "zones",
@@ -50,6 +51,19 @@ _WORKLOAD_KEYS = {
     "topologyLevel": "topology_level",
     "highPriorityFraction": "high_priority_fraction",
     "maxDurationSeconds": "max_duration",
+    "arrivals": "arrivals",
+    "diurnalAmplitude": "diurnal_amplitude",
+    "horizonSeconds": "horizon",
+}
+_TEAM_KEYS = {
+    "name",
+    "share",
+    "borrowingLimitShare",
+    "weight",
+    "arrivalWeight",
+    "priorityClass",
+    "mix",
+    "durationScale",
 }
 
 
@@ -78,62 +92,60 @@ def _typed(document: SourceDocument, path: FieldPath, value: Any, kind: type, mi
     return value
 
 
-def load_scenario_file(path: str | Path) -> Scenario:
-    documents = load_documents(path)
-    if len(documents) != 1:
-        raise SimulationInputError(str(path), None, "", f"expected one YAML document, found {len(documents)}")
-    document = documents[0]
-    data = _mapping(document, (), document.data, _TOP_KEYS)
-    base = Path(path).resolve().parent
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise document.error(("name",), "a scenario needs a name")
-    kwargs: dict[str, Any] = {"name": name, "description": str(data.get("description") or "")}
+def _mix(document: SourceDocument, path: FieldPath, value: Any) -> str:
+    if value not in MIXES:
+        raise document.error(path, f"unknown mix {value!r}; use one of {', '.join(MIXES)}")
+    return str(value)
 
-    if "cluster" in data:
-        raw = _mapping(document, ("cluster",), data["cluster"], _CLUSTER_KEYS)
-        values: dict[str, Any] = {}
-        for key, attribute in _CLUSTER_KEYS.items():
-            if key in raw:
-                values[attribute] = (
-                    raw[key] if key == "gpuModel" else _typed(document, ("cluster", key), raw[key], int, 1)
-                )
-        cluster = ClusterSpec(**values)
-        problems = cluster.validate()
-        if problems:
-            raise document.error(("cluster",), "; ".join(problems))
-        kwargs["cluster"] = cluster
 
+def _cluster(document: SourceDocument, raw_value: Any) -> ClusterSpec:
+    raw = _mapping(document, ("cluster",), raw_value, _CLUSTER_KEYS)
+    values: dict[str, Any] = {}
+    for key, attribute in _CLUSTER_KEYS.items():
+        if key in raw:
+            values[attribute] = raw[key] if key == "gpuModel" else _typed(document, ("cluster", key), raw[key], int, 1)
+    cluster = ClusterSpec(**values)
+    problems = cluster.validate()
+    if problems:
+        raise document.error(("cluster",), "; ".join(problems))
+    return cluster
+
+
+def _teams(document: SourceDocument, raw_teams: Any) -> tuple[list[TeamSpec], list[TeamLoad]]:
+    if not isinstance(raw_teams, list) or not raw_teams:
+        raise document.error(("teams",), "must be a non-empty list of teams")
     teams: list[TeamSpec] = []
     loads: list[TeamLoad] = []
-    if "teams" in data:
-        if not isinstance(data["teams"], list) or not data["teams"]:
-            raise document.error(("teams",), "must be a non-empty list of teams")
-        allowed = {"name", "share", "borrowingLimitShare", "weight", "arrivalWeight", "priorityClass"}
-        for i, raw in enumerate(data["teams"]):
-            team = _mapping(document, ("teams", i), raw, allowed)
-            team_name = team.get("name")
-            if not isinstance(team_name, str) or not team_name:
-                raise document.error(("teams", i, "name"), "a team needs a name (its namespace)")
-            share = _typed(document, ("teams", i, "share"), team.get("share", 0.0), float, 0)
-            limit = team.get("borrowingLimitShare")
-            if limit is not None:
-                limit = _typed(document, ("teams", i, "borrowingLimitShare"), limit, float, 0)
-            teams.append(
-                TeamSpec(
-                    team_name, share, limit, _typed(document, ("teams", i, "weight"), team.get("weight", 1.0), float, 0)
-                )
+    for i, raw in enumerate(raw_teams):
+        team = _mapping(document, ("teams", i), raw, _TEAM_KEYS)
+        team_name = team.get("name")
+        if not isinstance(team_name, str) or not team_name:
+            raise document.error(("teams", i, "name"), "a team needs a name (its namespace)")
+        share = _typed(document, ("teams", i, "share"), team.get("share", 0.0), float, 0)
+        limit = team.get("borrowingLimitShare")
+        if limit is not None:
+            limit = _typed(document, ("teams", i, "borrowingLimitShare"), limit, float, 0)
+        weight = _typed(document, ("teams", i, "weight"), team.get("weight", 1.0), float, 0)
+        teams.append(TeamSpec(team_name, share, limit, weight))
+        scale = team.get("durationScale")
+        loads.append(
+            TeamLoad(
+                team_name,
+                _typed(document, ("teams", i, "arrivalWeight"), team.get("arrivalWeight", 1.0), float, 0),
+                team.get("priorityClass", "normal"),
+                mix=_mix(document, ("teams", i, "mix"), team["mix"]) if "mix" in team else None,
+                duration_scale=None
+                if scale is None
+                else _typed(document, ("teams", i, "durationScale"), scale, float, 0.001),
             )
-            loads.append(
-                TeamLoad(
-                    team_name,
-                    _typed(document, ("teams", i, "arrivalWeight"), team.get("arrivalWeight", 1.0), float, 0),
-                    team.get("priorityClass", "normal"),
-                )
-            )
-        total = sum(t.share for t in teams)
-        if total > 1.0 + 1e-9:
-            raise document.error(("teams",), f"team shares add up to {total:g}; they must not exceed 1")
+        )
+    total = sum(t.share for t in teams)
+    if total > 1.0 + 1e-9:
+        raise document.error(("teams",), f"team shares add up to {total:g}; they must not exceed 1")
+    return teams, loads
+
+
+def _queueing(document: SourceDocument, data: dict[str, Any], teams: list[TeamSpec]) -> tuple[QueueSpec, bool]:
     queueing = _mapping(
         document, ("queueing",), data.get("queueing", {}), {"reclaimWithinCohort", "withinClusterQueue", "fairSharing"}
     )
@@ -148,41 +160,93 @@ def load_scenario_file(path: str | Path) -> Scenario:
             if queueing[key] not in choices:
                 raise document.error(("queueing", key), f"must be one of {', '.join(choices)}, got {queueing[key]!r}")
             queue_kwargs[attribute] = queueing[key]
-    kwargs["queues"] = QueueSpec(**queue_kwargs)
-    kwargs["fair_sharing"] = bool(queueing.get("fairSharing", False))
+    return QueueSpec(**queue_kwargs), bool(queueing.get("fairSharing", False))
 
+
+def _workload_value(document: SourceDocument, key: str, value: Any) -> Any:
+    path: FieldPath = ("workload", key)
+    if key == "jobs":
+        return _typed(document, path, value, int, 1)
+    if key == "mix":
+        return _mix(document, path, value)
+    if key == "topologyMode":
+        if value not in ("required", "preferred", "none", None):
+            raise document.error(path, f"must be required, preferred or none, got {value!r}")
+        return None if value in ("none", None) else value
+    if key == "topologyLevel":
+        return None if value is None else str(value)
+    if key == "arrivals":
+        if value not in ("poisson", "diurnal"):
+            raise document.error(path, f"must be poisson or diurnal, got {value!r}")
+        return value
+    if key == "diurnalAmplitude":
+        amplitude = _typed(document, path, value, float, 0)
+        if amplitude >= 1:
+            raise document.error(path, f"must be below 1 (the rate would reach zero), got {amplitude:g}")
+        return amplitude
+    if key == "horizonSeconds":
+        return _typed(document, path, value, float, 1)
+    return _typed(document, path, value, float, 0)
+
+
+def _workload(document: SourceDocument, raw_value: Any, loads: list[TeamLoad]) -> SyntheticWorkload:
+    raw = _mapping(document, ("workload",), raw_value, _WORKLOAD_KEYS)
+    values = {_WORKLOAD_KEYS[key]: _workload_value(document, key, value) for key, value in raw.items()}
+    if loads:
+        values["teams"] = tuple(loads)
+    if "jobs" not in values:
+        # with a horizon the horizon ends the arrivals; without one, 1,000 jobs
+        values["jobs"] = 1_000_000 if "horizon" in values else 1000
+    return SyntheticWorkload(**values)
+
+
+def _existing(document: SourceDocument, path: FieldPath, target: Path) -> Path:
+    if not target.exists():
+        raise document.error(path, f"{target} does not exist")
+    return target
+
+
+def _check_queue_objects(document: SourceDocument, scenario: Scenario) -> None:
+    """The Kueue objects a file's teams become pass the shared check (``check_object``) that
+    every other entry point uses; a refusal names the team that made the object."""
+    from scheduler.api.checks import check_object
+    from simulations.cluster import build_queues, capacity_by_model
+
+    cluster = scenario.cluster or ClusterSpec()
+    team_index = {team.name: i for i, team in enumerate(scenario.queues.teams)}
+    for obj in build_queues(scenario.queues, capacity_by_model(cluster)):
+        check = check_object(obj.to_dict())
+        if check.ok:
+            continue
+        index = team_index.get(obj.name) if obj.kind in ("ClusterQueue", "LocalQueue") else None
+        if obj.kind == "LocalQueue":
+            index = team_index.get(obj.namespace or "")
+        path: FieldPath = ("teams", index) if index is not None else ("teams",)
+        raise document.error(path, f"this team's {obj.kind} is refused: {check.message}")
+
+
+def load_scenario_file(path: str | Path) -> Scenario:
+    """A scenario file read and checked; errors name the file, line and field."""
+    documents = load_documents(path)
+    if len(documents) != 1:
+        raise SimulationInputError(str(path), None, "", f"expected one YAML document, found {len(documents)}")
+    document = documents[0]
+    data = _mapping(document, (), document.data, _TOP_KEYS)
+    base = Path(path).resolve().parent
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise document.error(("name",), "a scenario needs a name")
+    kwargs: dict[str, Any] = {"name": name, "description": str(data.get("description") or "")}
+    if "cluster" in data:
+        kwargs["cluster"] = _cluster(document, data["cluster"])
+    teams, loads = _teams(document, data["teams"]) if "teams" in data else ([], [])
+    kwargs["queues"], kwargs["fair_sharing"] = _queueing(document, data, teams)
     if "workload" in data:
-        raw = _mapping(document, ("workload",), data["workload"], _WORKLOAD_KEYS)
-        values = {}
-        for key, attribute in _WORKLOAD_KEYS.items():
-            if key not in raw:
-                continue
-            value = raw[key]
-            if key == "jobs":
-                value = _typed(document, ("workload", key), value, int, 1)
-            elif key == "mix":
-                if value not in MIXES:
-                    raise document.error(("workload", key), f"unknown mix {value!r}; use one of {', '.join(MIXES)}")
-            elif key == "topologyMode":
-                if value not in ("required", "preferred", "none", None):
-                    raise document.error(("workload", key), f"must be required, preferred or none, got {value!r}")
-                value = None if value in ("none", None) else value
-            elif key == "topologyLevel":
-                value = None if value is None else str(value)
-            else:
-                value = _typed(document, ("workload", key), value, float, 0)
-            values[attribute] = value
-        if loads:
-            values["teams"] = tuple(loads)
-        kwargs["workload"] = SyntheticWorkload(**values) if "jobs" in values else SyntheticWorkload(jobs=1000, **values)
+        kwargs["workload"] = _workload(document, data["workload"], loads)
     elif loads:
         kwargs["workload"] = SyntheticWorkload(jobs=1000, teams=tuple(loads))
-
     if "trace" in data:
-        trace = base / str(data["trace"])
-        if not trace.exists():
-            raise document.error(("trace",), f"{trace} does not exist")
-        kwargs["trace"] = trace
+        kwargs["trace"] = _existing(document, ("trace",), base / str(data["trace"]))
     if "waitForPodsReady" in data:
         raw = _mapping(document, ("waitForPodsReady",), data["waitForPodsReady"], {"timeoutSeconds"})
         kwargs["pods_ready_timeout"] = _typed(
@@ -195,19 +259,19 @@ def load_scenario_file(path: str | Path) -> Scenario:
             _typed(document, ("failures", "repairSeconds"), raw.get("repairSeconds", 3600), float, 0),
         )
     if "stages" in data:
-        stages = data["stages"] if isinstance(data["stages"], list) else [data["stages"]]
-        paths = []
-        for i, entry in enumerate(stages):
-            stage_path = base / str(entry)
-            if not stage_path.exists():
-                raise document.error(
-                    ("stages", i) if isinstance(data["stages"], list) else ("stages",), f"{stage_path} does not exist"
-                )
-            paths.append(stage_path)
-        kwargs["stages"] = tuple(paths)
+        listed = isinstance(data["stages"], list)
+        stages = data["stages"] if listed else [data["stages"]]
+        kwargs["stages"] = tuple(
+            _existing(document, ("stages", i) if listed else ("stages",), base / str(entry))
+            for i, entry in enumerate(stages)
+        )
     if "sampleSeconds" in data:
         kwargs["sample_seconds"] = _typed(document, ("sampleSeconds",), data["sampleSeconds"], float, 0.001)
-    return Scenario(**kwargs)
+    if "warmupSeconds" in data:
+        kwargs["warmup_seconds"] = _typed(document, ("warmupSeconds",), data["warmupSeconds"], float, 0)
+    scenario = Scenario(**kwargs)
+    _check_queue_objects(document, scenario)
+    return scenario
 
 
 def resolve_scenario(name_or_path: str) -> Scenario:
@@ -228,6 +292,15 @@ def with_trace(scenario: Scenario, trace: Path) -> Scenario:
         raise SimulationInputError(str(trace), None, "", "no such trace file or directory")
     if trace.is_dir():
         return dataclasses.replace(
-            scenario, name=f"trace:{trace.name}", trace=trace, workload=None, kueue_perf=None, cluster=None
+            scenario,
+            name=f"trace:{trace.name}",
+            trace=trace,
+            workload=None,
+            kueue_perf=None,
+            cluster=None,
+            warmup_seconds=0.0,
         )
-    return dataclasses.replace(scenario, name=f"trace:{trace.name}", trace=trace, workload=None, kueue_perf=None)
+    # a trace brings its own timeline: no warm-up carried over from the scenario's workload
+    return dataclasses.replace(
+        scenario, name=f"trace:{trace.name}", trace=trace, workload=None, kueue_perf=None, warmup_seconds=0.0
+    )

@@ -52,6 +52,7 @@ class Scenario:
     failures: FailureSpec | None = None
     stages: tuple[Path, ...] = (DEFAULT_STAGES_DIR,)
     sample_seconds: float = 300.0
+    warmup_seconds: float = 0.0  # left out of the metrics (steady-state scenarios)
 
 
 @dataclass
@@ -69,3 +70,4 @@ class BuiltScenario:
     capacity: int  # cluster total of the primary resource (GPUs, or CPU cores for Kueue perf)
     nominal: dict[str, int]  # ClusterQueue -> nominal quota of the primary resource
     notes: dict[str, int] = field(default_factory=dict)
+    horizon: float | None = None  # the run stops here (arrivals stop here too): steady-state workloads

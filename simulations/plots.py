@@ -1,0 +1,141 @@
+"""PNG plots of a run (matplotlib, Agg): allocation, borrowing and preemptions, queues, waits, tiers.
+
+A steady-state run shades its warm-up on every time axis: the figures in the report leave it out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from simulations.result import SimulationResult
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+MAX_QUEUES_DRAWN = 12
+
+
+def _warmup(result: SimulationResult, axis: Axes) -> None:
+    window = result.summary.get("window")
+    if window:
+        axis.axvspan(0, window["warmup_seconds"] / 3600.0, color="grey", alpha=0.15, label="warm-up (not measured)")
+
+
+def _save(figure: Any, path: Path, written: list[Path]) -> None:
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    written.append(path)
+
+
+def write_plots(result: SimulationResult, out: Path) -> list[Path]:
+    """allocation.png, borrowing.png, queue_length.png, wait_cdf.png and placement_tiers.png in ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    figure, axis = plt.subplots(figsize=(8, 4))
+    _allocation(result, axis)
+    _save(figure, out / "allocation.png", written)
+    figure, axis = plt.subplots(figsize=(8, 4))
+    _borrowing(result, axis)
+    _save(figure, out / "borrowing.png", written)
+    figure, axis = plt.subplots(figsize=(8, 4))
+    _queue_length(result, axis)
+    _save(figure, out / "queue_length.png", written)
+    figure, axis = plt.subplots(figsize=(8, 4))
+    _wait_cdf(result, axis)
+    _save(figure, out / "wait_cdf.png", written)
+    figure, axis = plt.subplots(figsize=(8, 4))
+    _tiers(result, axis)
+    _save(figure, out / "placement_tiers.png", written)
+    return written
+
+
+def _hours(result: SimulationResult) -> list[float]:
+    return [s.time / 3600.0 for s in result.samples]
+
+
+def _allocation(result: SimulationResult, axis: Axes) -> None:
+    unit = result.summary["unit"]
+    mean = result.summary["allocation"]["mean_fraction"]
+    _warmup(result, axis)
+    axis.plot(_hours(result), [s.allocated for s in result.samples], label=f"{unit} allocated")
+    axis.axhline(result.summary["capacity"], color="grey", linestyle="--", label="capacity")
+    axis.set_xlabel("virtual time (h)")
+    axis.set_ylabel(unit)
+    suffix = f" (measured mean {mean:.2f} of capacity)" if mean is not None else ""
+    axis.set_title(f"{result.scenario}: allocation over time{suffix}", fontsize="medium")
+    axis.legend(fontsize="small", loc="lower right")
+
+
+def _borrowing(result: SimulationResult, axis: Axes) -> None:
+    """Borrowed amount per queue (above its nominal quota) and preemptions so far, on a second axis."""
+    hours = _hours(result)
+    queues = sorted({q for s in result.samples for q, amount in s.borrowed.items() if amount})
+    _warmup(result, axis)
+    if len(queues) <= MAX_QUEUES_DRAWN:
+        for queue in queues:
+            axis.plot(hours, [s.borrowed.get(queue, 0) for s in result.samples], label=f"{queue} borrowed")
+    else:
+        axis.plot(hours, [sum(s.borrowed.values()) for s in result.samples], label="all queues borrowed")
+    axis.set_xlabel("virtual time (h)")
+    axis.set_ylabel(f"{result.summary['unit']} above nominal quota")
+    preemptions = axis.twinx()
+    preemptions.plot(hours, [s.preempted for s in result.samples], color="black", linestyle=":", label="preemptions")
+    preemptions.set_ylabel("preemptions so far")
+    lines, labels = axis.get_legend_handles_labels()
+    more_lines, more_labels = preemptions.get_legend_handles_labels()
+    axis.legend(lines + more_lines, labels + more_labels, fontsize="small", loc="upper left")
+    total = result.summary["preemptions"]["total"]
+    axis.set_title(f"{result.scenario}: borrowing and preemptions ({total} measured)", fontsize="medium")
+
+
+def _queue_length(result: SimulationResult, axis: Axes) -> None:
+    hours = _hours(result)
+    queues = sorted({q for s in result.samples for q in s.pending})
+    _warmup(result, axis)
+    if len(queues) <= MAX_QUEUES_DRAWN:
+        for queue in queues:
+            axis.plot(hours, [s.pending.get(queue, 0) for s in result.samples], label=queue)
+    else:
+        axis.plot(hours, [sum(s.pending.values()) for s in result.samples], label="all queues")
+    if queues:
+        axis.legend(fontsize="small")
+    axis.set_xlabel("virtual time (h)")
+    axis.set_ylabel("pending workloads")
+    axis.set_title(f"{result.scenario}: queue length over time")
+
+
+def _wait_cdf(result: SimulationResult, axis: Axes) -> None:
+    wait_times = result.wait_times
+    shown = sorted(wait_times)[:MAX_QUEUES_DRAWN]
+    for queue in shown:
+        values = sorted(wait_times[queue])
+        if values:
+            axis.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", label=queue)
+    axis.set_xscale("symlog")
+    axis.set_xlabel("queue wait (s)")
+    axis.set_ylabel("fraction of jobs")
+    measured = " (jobs submitted after the warm-up)" if result.summary.get("window") else ""
+    axis.set_title(f"{result.scenario}: wait-time CDF per ClusterQueue{measured}", fontsize="medium")
+    if shown:
+        axis.legend(fontsize="small")
+
+
+def _tiers(result: SimulationResult, axis: Axes) -> None:
+    tiers = result.summary["placement"]["tiers"]
+    gaps = result.summary["placement"]["gap_vs_t_star"]
+    labels = [label.rsplit("/", 1)[-1] for label in tiers]
+    axis.bar(labels, list(tiers.values()), color="tab:blue", label="placements per tier")
+    axis.set_ylabel("gangs")
+    title = "placement tier (lowest level holding the whole gang)"
+    if gaps:
+        title += "; levels above t*: " + ", ".join(f"{k}: {v}" for k, v in gaps.items())
+    axis.set_title(title, fontsize="small")
