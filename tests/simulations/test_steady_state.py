@@ -30,7 +30,8 @@ def jobs_of(horizon: float = DAY, gpus: int = 2048) -> list[JobSpec]:
 def test_diurnal_arrivals_fill_the_horizon_peak_at_noon_and_offer_the_load() -> None:
     jobs = jobs_of(2 * DAY)
     times = np.array([job.submit_time for job in jobs])
-    assert times.max() < 2 * DAY and times.max() > 2 * DAY - 3600  # arrivals run to the horizon
+    assert times.max() < 2 * DAY
+    assert times.max() > 2 * DAY - 3600
     hour = (times % DAY) / 3600.0
     day, night = np.sum((hour >= 6) & (hour < 18)), np.sum((hour < 6) | (hour >= 18))
     assert day > 1.5 * night  # ± 40 % around the mean: noon's half-day gets (1 + 0.4·2/π)/(1 − 0.4·2/π) ≈ 1.7×
@@ -90,7 +91,8 @@ def test_every_unfinished_job_is_listed_with_a_reason(busy: SimulationResult) ->
     assert len(listed) == jobs["unfinished"]
     assert all(job["reason"] for job in busy.unfinished + busy.never_ran)
     running = [job for job in busy.unfinished if job["state"] == "running"]
-    assert running and all("running when the run ended at 86,400 s" in job["reason"] for job in running)
+    assert running
+    assert all("running when the run ended at 86,400 s" in job["reason"] for job in running)
     assert busy.to_dict()["unfinished_jobs"] == busy.unfinished
     assert "unfinished" in str(unfinished_table(busy).title)
 
@@ -98,11 +100,13 @@ def test_every_unfinished_job_is_listed_with_a_reason(busy: SimulationResult) ->
 def test_builtin_names_and_their_bursts() -> None:
     assert {"gpu-1k", "gpu-1k-burst", "gpu-10k", "gpu-10k-burst", "kueue-baseline", "kueue-large"} <= set(BUILTIN)
     steady = BUILTIN["gpu-1k"]
-    assert steady.workload is not None and steady.workload.arrivals == "diurnal"
+    assert steady.workload is not None
+    assert steady.workload.arrivals == "diurnal"
     assert 0.9 <= steady.workload.load <= 1.2
     assert steady.warmup_seconds > 0
     burst = BUILTIN["gpu-1k-burst"]
-    assert burst.workload is not None and (burst.workload.jobs, burst.workload.load) == (2000, 2.0)
+    assert burst.workload is not None
+    assert (burst.workload.jobs, burst.workload.load) == (2000, 2.0)
     assert burst.warmup_seconds == 0
 
 
@@ -121,7 +125,8 @@ def test_a_steady_scenario_file_runs(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(STEADY_FILE)
     scenario = load_scenario_file(path)
-    assert scenario.workload is not None and scenario.workload.horizon == 21600
+    assert scenario.workload is not None
+    assert scenario.workload.horizon == 21600
     assert scenario.workload.teams[0].mix == "philly"
     result = Simulation(build(scenario), 1).run()
     assert result.summary["window"]["warmup_seconds"] == 3600
@@ -151,7 +156,9 @@ def test_bad_steady_fields_name_line_and_field(tmp_path: Path, replace: str, lin
     with pytest.raises(SimulationInputError) as caught:
         load_scenario_file(path)
     message = str(caught.value)
-    assert f"s.yaml:{line}" in message and field in message and words in message
+    assert f"s.yaml:{line}" in message
+    assert field in message
+    assert words in message
 
 
 def test_cli_refuses_a_bad_team_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,4 +166,6 @@ def test_cli_refuses_a_bad_team_with_exit_2(tmp_path: Path, capsys: pytest.Captu
     path.write_text(STEADY_FILE.replace("name: team-b", "name: Team_B"))
     assert main(["simulate", "--scenario", str(path), "--json"]) == 2
     err = capsys.readouterr().err
-    assert "teams[1]" in err and "ClusterQueue" in err and "Traceback" not in err
+    assert "teams[1]" in err
+    assert "ClusterQueue" in err
+    assert "Traceback" not in err
