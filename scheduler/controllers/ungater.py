@@ -15,7 +15,11 @@ the domain's level labels (the node's hostname when the lowest level is the host
 removes the gate; Kubernetes allows both on a gated pod since 1.27.
 
 A pod whose rank the assignment does not (yet) cover, or whose Workload is not committed-admitted,
-stays gated: it is never guessed onto a node. A change of its Workload enqueues it again.
+stays gated: it is never guessed onto a node. Nor is one pinned to a node the cache shows
+NotReady: after a node failure the Job replaces the lost pod before the queue controller has
+written the gang's new topologyAssignment, and that replacement must wait for it (the
+re-placement, or the eviction) instead of failing on the dead node again. A change of its
+Workload enqueues it again.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
-from scheduler.api.topology_assignment import TopologyAssignmentError, decode_topology_assignment
+from runtimes.k8s.core import Node
+from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
@@ -128,6 +133,10 @@ class PodUngater:
         if selector is None:
             log.info("ungater: pod %s stays gated: its rank has no domain in Workload %s yet", key, workload_name)
             return ReconcileResult()
+        failed = _failed_node(self.cache, selector)
+        if failed is not None:
+            log.info("ungater: pod %s stays gated: its placed node %s is not ready (re-placement pending)", key, failed)
+            return ReconcileResult()
         ungated = copy.deepcopy(pod)
         spec = ungated.setdefault("spec", {})
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **selector}
@@ -139,6 +148,20 @@ class PodUngater:
         if await self.writes.replace("Pod", ungated) is not None:
             log.debug("ungater: pod %s -> %s", key, selector)
         return ReconcileResult()
+
+
+def _failed_node(cache: ClusterCache, selector: Mapping[str, str]) -> str | None:
+    """The node a hostname-level placement pins to, when the cache holds it and it is not Ready."""
+    hostname = selector.get(HOSTNAME_LABEL)
+    if hostname is None:
+        return None
+    node = cache.get("Node", hostname)
+    if node is None:
+        return None  # not watched here, or not seen yet: the binder and the scheduler decide
+    try:
+        return None if Node.model_validate(node).ready else hostname
+    except ValueError:
+        return None
 
 
 def gated_pod_key(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[str]:
