@@ -24,7 +24,7 @@ from runtimes.k8s.core import Node
 from scheduler.api.kueue import ResourceFlavor, Topology
 from scheduler.topology import GangPlacement, GangRequest, PodSetRequest, TopologyPlacer
 from scheduler.topology.graph import IntArray, TopologyIndex
-from trainyard.benchmarks.placement_baselines import first_fit, kueue_best_fit
+from simulations.placement_policies import first_fit, kueue_best_fit
 
 GPU = "nvidia.com/gpu"
 LEVELS = (

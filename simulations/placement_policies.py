@@ -1,8 +1,11 @@
-"""Two placement policies to compare trainyard's placer against, written for the benchmark.
+"""Baseline placement policies to compare trainyard's placer against: first-fit, Kueue's
+TAS BestFit and random.
 
-Both work on the same inputs: ``slots[i]`` (pods of the gang's shape that fit on node i, nodes
-in topology order) and the per-level domain arrays of ``scheduler.topology.TopologyIndex``.
-Each returns one node position per pod, or None when the gang does not fit.
+They serve ``trainyard bench placement`` and the simulator's saturation replay
+(``simulations.saturation``). All work on the same inputs: ``slots[i]`` (pods of the gang's
+shape that fit on node i, nodes in topology order) and the per-level domain arrays of
+``scheduler.topology.TopologyIndex``. Each returns one node position per pod, or None when the
+gang does not fit.
 """
 
 from __future__ import annotations
@@ -21,6 +24,21 @@ def first_fit(slots: IntArray, pods: int) -> IntArray | None:
     taken = slots[: last + 1].copy()
     taken[last] -= int(running[last]) - pods
     return np.repeat(np.arange(last + 1, dtype=np.int64), taken)
+
+
+def random_fit(slots: IntArray, pods: int, rng: np.random.Generator) -> IntArray | None:
+    """Each pod on a node drawn uniformly among the nodes that still have room for one more
+    (the "random" baseline of the FGD paper, which spreads pods and so fragments the cluster)."""
+    free = slots.copy()
+    chosen: list[int] = []
+    for _ in range(pods):
+        candidates = np.flatnonzero(free > 0)
+        if not len(candidates):
+            return None
+        node = int(candidates[int(rng.integers(len(candidates)))])
+        free[node] -= 1
+        chosen.append(node)
+    return np.array(sorted(chosen), dtype=np.int64)
 
 
 def _best_fit_pick(caps: IntArray, candidates: IntArray, need: int) -> list[tuple[int, int]]:
