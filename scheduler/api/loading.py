@@ -20,6 +20,7 @@ from runtimes.k8s.documents import Document, DocumentError, read_documents
 from runtimes.k8s.meta import Resource
 from scheduler.api.checks import ObjectCheck, check_object, describe_errors, parse_field_path
 from scheduler.api.kueue import Workload
+from scheduler.jobs.registry import integration_for
 
 # Kinds that live in a namespace: named "default/<name>" when the file gives none, as kubectl would.
 NAMESPACED_KINDS = frozenset({"TrainJob", "TrainingRuntime", "LocalQueue", "Workload"})
@@ -57,6 +58,7 @@ class CheckedInput:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # unknown fields, deprecated spellings
     notes: list[str] = field(default_factory=list)  # foreign documents, skipped
+    jobs: list[Document] = field(default_factory=list)  # job kinds Kueue integrates (scheduler.jobs)
 
     def of(self, kind: type[Resource]) -> list[ReadObject]:
         return [read for read in self.objects if isinstance(read.obj, kind)]
@@ -108,6 +110,9 @@ def read_checked(paths: Iterable[str | Path], *, strict: bool = False, trainjob_
     problems: list[str] = []
     for document in read_documents(paths):
         check, problem, warnings = check_document(document, strict=strict, trainjob_rules=trainjob_rules)
+        if check.foreign and integration_for(check.api_version, check.kind) is not None:
+            loaded.jobs.append(document)  # a Job, JobSet, Pod...: its Workload is derived by the caller
+            continue
         if check.foreign:
             shown = f" {document.name!r}" if document.name else ""
             loaded.notes.append(
@@ -140,15 +145,19 @@ class KueueObjects:
     runtimes: list[AnyTrainingRuntime] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # notes on foreign documents, by location
     warnings: list[str] = field(default_factory=list)
+    jobs: list[Document] = field(default_factory=list)  # Jobs, JobSets, Pods... (scheduler.jobs derives)
 
 
 def load_kueue_objects(
     paths: Iterable[str | Path], *, strict: bool = False, trainjob_rules: bool = True
 ) -> KueueObjects:
     """Kueue objects (kueue.x-k8s.io v1beta2, v1beta1), Workloads, Nodes, Namespaces, TrainJobs and
-    runtimes, each checked by the rules of its kind (``trainjob_rules``: see :func:`read_checked`)."""
+    runtimes, each checked by the rules of its kind (``trainjob_rules``: see :func:`read_checked`),
+    and the job documents whose Workloads ``scheduler.jobs`` derives (``jobs``)."""
     checked = read_checked(paths, strict=strict, trainjob_rules=trainjob_rules)
-    loaded = KueueObjects(namespaces=checked.namespaces, skipped=checked.notes, warnings=checked.warnings)
+    loaded = KueueObjects(
+        namespaces=checked.namespaces, skipped=checked.notes, warnings=checked.warnings, jobs=checked.jobs
+    )
     for read in checked.objects:
         obj = read.obj
         if isinstance(obj, Workload):

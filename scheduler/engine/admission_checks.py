@@ -35,6 +35,7 @@ from scheduler.api.kueue import (
     MultiKueueConfig,
     ProvisioningRequestConfig,
 )
+from scheduler.engine.workloads import WorkloadInfo, WorkloadState
 
 ADMISSION_CHECK_KINDS = ("AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster")
 
@@ -226,3 +227,23 @@ def verdict(required: list[str], given: Mapping[str, AdmissionCheckState]) -> Ch
     if all(s.state == "Ready" for s in states):
         return CheckVerdict("Admitted", states)
     return CheckVerdict("QuotaReserved", states)
+
+
+def quota_reserved_verdicts(
+    workloads: Iterable[WorkloadInfo],
+    cluster_queues: Mapping[str, ClusterQueue],
+    given: Mapping[str, Mapping[str, AdmissionCheckState]],
+) -> dict[str, CheckVerdict]:
+    """For each workload whose quota the engine reserved, where it stands with the checks of its
+    ClusterQueue for the flavors it was given (``given``: the states its status carried, by key)."""
+    verdicts: dict[str, CheckVerdict] = {}
+    for workload in workloads:
+        admission = workload.admission
+        if workload.state is not WorkloadState.ADMITTED or admission is None:
+            continue
+        cluster_queue = cluster_queues.get(admission.cluster_queue)
+        if cluster_queue is None:
+            continue
+        required = checks_for_workload(cluster_queue, admission.flavors.values())
+        verdicts[workload.key] = verdict(required, given.get(workload.key, {}))
+    return verdicts

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from runtimes.api.trainer import AnyTrainingRuntime
     from scheduler.api.kueue import Workload
     from scheduler.api.loading import KueueObjects
+    from scheduler.engine.admission_checks import CheckVerdict
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +51,8 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
     from scheduler.api.loading import InputError, load_kueue_objects
     from scheduler.engine import AdmissionEngine, EngineConfig
     from scheduler.engine.views import report
+    from trainyard.cli.admit_checks import annotate, deactivate_rejected, given_states, queue_notes
+    from trainyard.cli.admit_jobs import job_workloads
 
     # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
     strict, runtime_files = bool(getattr(args, "strict", False)), list(getattr(args, "runtime", []))
@@ -62,13 +65,20 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(str(error)) from None
     for line in [*loaded.skipped, *loaded.warnings]:
         print(line if ": warning: " in line else f"note: {line}", file=sys.stderr)
+    for line in queue_notes(loaded.objects):
+        print(f"note: {line}", file=sys.stderr)
+    given = given_states(loaded.workloads)
     loaded.workloads += trainjob_workloads(loaded, [*loaded.runtimes, *extra_runtimes], bool(runtime_files))
-    if not loaded.workloads:
+    derived, sources = job_workloads(loaded)
+    loaded.workloads += derived
+    if not loaded.workloads and not loaded.objects:
         read = ", ".join(str(p) for p in args.paths)
         raise UserError(
-            f"{read}: nothing to admit: no Workload (kueue.x-k8s.io) or TrainJob (trainer.kubeflow.org/v1alpha1) "
-            "found; give the queue objects together with the Workloads or TrainJobs to admit"
+            f"{read}: nothing to admit: no Workload (kueue.x-k8s.io), job (TrainJob, Job, JobSet, Pod, Kubeflow "
+            "job) or queue object found; give the queue objects together with the Workloads or jobs to admit"
         )
+    if not loaded.workloads:
+        print("note: no Workload or job to admit: showing the queues only", file=sys.stderr)
     engine = AdmissionEngine(
         EngineConfig(fair_sharing=args.fair_sharing, multiple_admissions_per_cycle=not args.one_per_cycle)
     )
@@ -83,6 +93,7 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
     for workload in sorted(loaded.workloads, key=admitted_first):
         engine.submit(workload, now=0.0)
     preempted_by: dict[str, list[dict[str, str]]] = {}
+    rejected: dict[str, CheckVerdict] = {}
     cycles = 0
     while True:
         result = engine.schedule(now=float(cycles))
@@ -92,14 +103,20 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
                 {"workload": preemption.key, "reason": preemption.reason, "message": preemption.message}
             )
         # Stop only when a cycle found no head at all: a cycle that merely parked a head still lets
-        # the next one try the workload behind it (this matters with --one-per-cycle).
-        if not result.decisions and not result.rounds:
+        # the next one try the workload behind it (this matters with --one-per-cycle). A workload an
+        # admission check rejected frees its quota: then the others get another try.
+        quiet = not result.decisions and not result.rounds
+        if quiet and not deactivate_rejected(engine, given, rejected, float(cycles)):
             break
     summary = report(engine)
+    annotate(summary, engine, given, rejected)
     for workload in summary["workloads"]:
-        victims = preempted_by.get(f"{workload['namespace']}/{workload['name']}")
+        key = f"{workload['namespace']}/{workload['name']}"
+        victims = preempted_by.get(key)
         if victims:
             workload["preempted"] = victims
+        if key in sources:
+            workload["job"] = sources[key]
     summary["cycles"] = cycles
     return summary
 
@@ -182,7 +199,15 @@ def print_tables(summary: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 200)
-    styles = {"Admitted": "green", "Pending": "yellow", "Preempted": "red", "Inadmissible": "red", "Finished": "dim"}
+    styles = {
+        "Admitted": "green",
+        "QuotaReserved": "cyan",
+        "Pending": "yellow",
+        "Preempted": "red",
+        "Inadmissible": "red",
+        "Deactivated": "red",
+        "Finished": "dim",
+    }
     workloads = Table(title="Workloads", show_lines=False)
     for column in ("Workload", "Status", "ClusterQueue", "Flavors", "Borrowed", "Details"):
         workloads.add_column(column, overflow="fold")
@@ -203,7 +228,7 @@ def print_tables(summary: dict[str, Any]) -> None:
         )
     console.print(workloads)
     queues = Table(title="ClusterQueues")
-    for column in ("ClusterQueue", "Cohort", "Usage", "Borrowed", "Admitted", "Pending"):
+    for column in ("ClusterQueue", "Cohort", "Usage", "Borrowed", "Admitted", "QuotaReserved", "Pending"):
         queues.add_column(column, overflow="fold")
     for cq in summary["clusterQueues"]:
         queues.add_row(
@@ -212,6 +237,7 @@ def print_tables(summary: dict[str, Any]) -> None:
             _amounts(cq["usage"]) or "-",
             _amounts(cq["borrowed"]) or "-",
             str(cq["admitted"]),
+            str(cq.get("quotaReserved", 0)),
             str(cq["pending"]),
         )
     console.print(queues)

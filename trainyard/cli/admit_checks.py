@@ -1,0 +1,104 @@
+"""`trainyard admit`'s admission checks and per-queue notes.
+
+A workload whose quota the engine reserved is QuotaReserved until every admission check of its
+ClusterQueue (for the flavors it got) is Ready; the states come from the input Workload's
+``status.admissionChecks`` (none given: Pending, as no check controller runs in a dry run). A
+Rejected check deactivates the workload and frees its quota, as Kueue does. The rules are
+``scheduler.engine.admission_checks``'s; this module applies them to the report.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtimes.k8s.meta import Resource
+    from scheduler.api.kueue import AdmissionCheckState, Workload
+    from scheduler.engine import AdmissionEngine
+    from scheduler.engine.admission_checks import CheckVerdict
+
+GivenStates = dict[str, dict[str, "AdmissionCheckState"]]
+
+
+def given_states(workloads: list[Workload]) -> GivenStates:
+    return {
+        f"{w.namespace or 'default'}/{w.name}": {s.name: s for s in w.status.admission_checks}
+        for w in workloads
+        if w.status.admission_checks
+    }
+
+
+def deactivate_rejected(
+    engine: AdmissionEngine, given: GivenStates, rejected: dict[str, CheckVerdict], now: float
+) -> bool:
+    """Free the quota of admitted workloads a check rejected; True if any was (run cycles again)."""
+    from scheduler.engine.admission_checks import quota_reserved_verdicts
+
+    verdicts = quota_reserved_verdicts(engine.workloads.values(), engine.model.cluster_queue_objects, given)
+    newly = {key: v for key, v in verdicts.items() if v.state == "Rejected" and key not in rejected}
+    for key, verdict in newly.items():
+        engine.finish(key, now)
+        rejected[key] = verdict
+    return bool(newly)
+
+
+def _states(verdict: CheckVerdict) -> list[dict[str, str]]:
+    return [{"name": s.name, "state": s.state, "message": s.message} for s in verdict.checks]
+
+
+def annotate(
+    summary: dict[str, Any], engine: AdmissionEngine, given: GivenStates, rejected: dict[str, CheckVerdict]
+) -> None:
+    """Admitted -> QuotaReserved where checks are not all Ready; Rejected -> Deactivated; counts per queue."""
+    from scheduler.engine.admission_checks import quota_reserved_verdicts
+
+    verdicts = quota_reserved_verdicts(engine.workloads.values(), engine.model.cluster_queue_objects, given)
+    reserved_per_queue: dict[str, int] = {}
+    for workload in summary["workloads"]:
+        key = f"{workload['namespace']}/{workload['name']}"
+        if key in rejected:
+            workload["status"] = "Deactivated"
+            workload["reason"] = rejected[key].waiting_reason
+            workload["admissionChecks"] = _states(rejected[key])
+            continue
+        verdict = verdicts.get(key)
+        if verdict is None:
+            continue
+        if verdict.checks:
+            workload["admissionChecks"] = _states(verdict)
+        if verdict.state == "QuotaReserved":
+            workload["status"] = "QuotaReserved"
+            workload["reason"] = verdict.waiting_reason
+            queue = workload["clusterQueue"]
+            reserved_per_queue[queue] = reserved_per_queue.get(queue, 0) + 1
+    for queue in summary["clusterQueues"]:
+        reserved = reserved_per_queue.get(queue["name"], 0)
+        queue["quotaReserved"] = reserved
+        queue["admitted"] -= reserved
+
+
+def queue_notes(objects: list[Resource]) -> list[str]:
+    """Per ClusterQueue, the fields Kueue acts on that trainyard keeps but does not act on."""
+    from scheduler.api.kueue import ClusterQueue
+
+    notes = []
+    for obj in objects:
+        if not isinstance(obj, ClusterQueue):
+            continue
+        spec = obj.spec
+        if spec.admission_scope is not None:
+            mode = spec.admission_scope.get("admissionMode", "?")
+            notes.append(
+                f"ClusterQueue {obj.name}: spec.admissionScope (admissionMode {mode}) has no effect here: "
+                "trainyard orders a queue's workloads by priority and creation time, not by its LocalQueues' "
+                "recent usage (Kueue's admission fair sharing); with no usage history, as in this dry run, "
+                "Kueue's order is the same"
+            )
+        if spec.concurrent_admission_policy is not None:
+            mode = (spec.concurrent_admission_policy.get("migration") or {}).get("mode", "?")
+            notes.append(
+                f"ClusterQueue {obj.name}: spec.concurrentAdmissionPolicy (migration mode {mode}) has no effect "
+                "here: trainyard admits each workload once, on the first flavor that fits, and does not keep "
+                "variants of it trying the preferred flavors (Kueue's alpha ConcurrentAdmission)"
+            )
+    return notes
