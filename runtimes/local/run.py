@@ -8,34 +8,52 @@ ClusterTrainingRuntimes in ``manifests/runtimes/``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from runtimes import loading
-from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
+from runtimes.api.trainer import TRAINJOB_KIND, AnyTrainingRuntime, TrainJob
 from runtimes.errors import RenderError
 from runtimes.loading import LoadError
 from runtimes.local.errors import LocalRunError
 from runtimes.local.launcher import Echo, LaunchOptions, LocalLauncher, LocalRunResult
 from runtimes.local.plan import LocalPlan, plan_from_jobset
 from runtimes.local.store import JobDirectory
+from runtimes.messages import describe_errors, subject_of
+
+Warn = Callable[[str], None]
 
 
 def _local_error(error: LoadError) -> LocalRunError:
     return LocalRunError(str(error))
 
 
-def load_runtimes(paths: Iterable[Path]) -> list[AnyTrainingRuntime]:
-    """Every TrainingRuntime / ClusterTrainingRuntime in ``paths`` (files or directories)."""
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _emit(warnings: list[str], warn: Warn | None) -> None:
+    for line in warnings:
+        (warn or _to_stderr)(line)
+
+
+def load_runtimes(paths: Iterable[Path], warn: Warn | None = None) -> list[AnyTrainingRuntime]:
+    """Every TrainingRuntime / ClusterTrainingRuntime in ``paths`` (files or directories), each
+    checked by the webhook's rules (``runtimes.loading.parse_object``); unknown fields go to ``warn``
+    (default: stderr)."""
     found: list[AnyTrainingRuntime] = []
+    warnings: list[str] = []
     try:
         for path in paths:
             files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
             for file in files:
-                found.extend(loading.load_runtimes(file))
+                found.extend(loading.load_runtimes(file, warnings))
     except LoadError as error:
         raise _local_error(error) from None
+    finally:
+        _emit(warnings, warn)
     return found
 
 
@@ -46,13 +64,17 @@ def builtin_runtimes() -> list[AnyTrainingRuntime]:
         raise _local_error(error) from None
 
 
-def load_trainjob_file(path: Path) -> tuple[TrainJob, list[AnyTrainingRuntime]]:
-    """The TrainJob in ``path`` and any runtimes written next to it in the same file."""
+def load_trainjob_file(path: Path, warn: Warn | None = None) -> tuple[TrainJob, list[AnyTrainingRuntime]]:
+    """The TrainJob in ``path`` and any runtimes written next to it in the same file, checked as
+    :func:`load_runtimes` checks; the TrainJob's runtime rules run at :func:`plan_trainjob`."""
+    warnings: list[str] = []
     try:
-        trainjob = loading.load_trainjob(path)
+        trainjob = loading.load_trainjob(path, warnings)
         runtimes = loading.load_runtimes(path)
     except LoadError as error:
         raise _local_error(error) from None
+    finally:
+        _emit(warnings, warn)
     if not trainjob.metadata.name:
         raise LocalRunError(f"{path}: metadata.name is empty: give the TrainJob a name")
     return trainjob, runtimes
@@ -81,7 +103,11 @@ def plan_trainjob(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> LocalPlan:
     try:
         rendered = render_for_local(local, runtime)
     except RenderError as error:
-        raise LocalRunError(str(error)) from None
+        # the webhook's words: TrainJob "ns/name" is invalid: field: why; ...
+        subject = error.subject
+        if subject.startswith(f"{TRAINJOB_KIND} "):
+            subject = subject_of(TRAINJOB_KIND, trainjob.metadata.name, trainjob.metadata.namespace or "default")
+        raise LocalRunError(describe_errors(subject, error.errors)) from None
     return plan_from_jobset(rendered[0], rendered[1], rendered[2])
 
 

@@ -1,19 +1,18 @@
 """Field rules Kueue's validators share: quantities, fair-sharing weights, selectors, taints.
 
-Pure functions returning ``FieldError`` lists (the one shape shared with ``runtimes``), plus
-``errors_from_pydantic``: a model that did not parse, as field errors in the webhook's words.
+Pure functions returning ``FieldError`` lists (the one shape shared with ``runtimes``);
+``errors_from_pydantic`` (a model that did not parse) lives in ``runtimes.messages``, re-exported here.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-from pydantic import ValidationError
-
 from runtimes.errors import FieldError
 from runtimes.k8s.core import Taint, Toleration
 from runtimes.k8s.meta import LabelSelector
 from runtimes.k8s.quantity import Quantity
+from runtimes.messages import errors_from_pydantic as errors_from_pydantic
 from scheduler.api.kueue import FairSharing
 from scheduler.api.names import label_value_error, qualified_name_error
 
@@ -21,17 +20,6 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 MIN_NONZERO_FAIR_SHARING_WEIGHT = Fraction(1, 10**9)
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-def errors_from_pydantic(error: ValidationError, prefix: str = "") -> list[FieldError]:
-    """A pydantic failure to parse an object, as field errors a person can act on."""
-    found: list[FieldError] = []
-    for item in error.errors(include_url=False):
-        path = prefix
-        for part in item["loc"]:
-            path = f"{path}[{part}]" if isinstance(part, int) else (f"{path}.{part}" if path else str(part))
-        found.append(FieldError(path or "<object>", item["msg"]))
-    return found
 
 
 def quantity_non_negative(quantity: Quantity | None, path: str) -> list[FieldError]:

@@ -215,7 +215,8 @@ def test_wrongly_typed_field_names_file_object_and_field(tmp_path: Path) -> None
     path.write_text(yaml.safe_dump(trainjob(numNodes="two")))
     with pytest.raises(LoadError) as raised:
         load_trainjob(path)
-    assert "job.yaml:1: TrainJob 'job': spec.trainer.numNodes" in str(raised.value)
+    # the webhook's words, at the line of the field (runtimes.loading checks as scheduler.api.checks does)
+    assert 'job.yaml:10: TrainJob "ns/job" is invalid: spec.trainer.numNodes' in str(raised.value)
     assert "'two'" in str(raised.value)
 
 
