@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ UPSTREAM = Path(os.environ.get("TRAINYARD_UPSTREAM", Path(__file__).resolve().pa
 HERE = Path(__file__).parent
 TRAINER_TABLE = HERE / "trainer_expectations.yaml"
 KUEUE_TABLE = HERE / "kueue_expectations.yaml"
+QUEUES = HERE / "parity-queues.yaml"
 TRAINER_DIRS = ("trainer", "jobset", "training-operator@release-1.9")
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -110,6 +112,20 @@ def run_render(path: Path, tmp_path: Path) -> tuple[int, str, str]:
     return run_cli(["render", str(job_file), "--runtime", str(path)])
 
 
+def run_admit(path: Path) -> tuple[int, str, str]:
+    """``admit`` of a file; one holding JobSets gets the Kueue objects beside it (tpu-multislice's
+    kueue-config.yaml) and a roomy default LocalQueue (parity-queues.yaml), with JSON output."""
+    argv = ["admit", str(path)]
+    if any(doc.get("kind") == "JobSet" for doc in documents(path)):
+        siblings = sorted(
+            p
+            for p in path.parent.glob("*.yaml")
+            if p != path and any(str(doc.get("apiVersion", "")).startswith("kueue.x-k8s.io/") for doc in documents(p))
+        )
+        argv += [*map(str, siblings), str(QUEUES), "--output", "json"]
+    return run_cli(argv)
+
+
 def run_convert(path: Path, tmp_path: Path) -> tuple[int, str, str, str]:
     """``convert`` then ``render`` of its output; returns (code, rendered, all messages, converted)."""
     code, converted, notes = run_cli(["convert", str(path)])
@@ -130,6 +146,15 @@ def trainer_container(jobset: dict[str, Any]) -> dict[str, Any] | None:
             found: dict[str, Any] | None = next((c for c in containers if c["name"] == "node"), None)
             return found
     return None
+
+
+def admit_figures(output: str) -> dict[str, Any]:
+    """``jobs`` ({job: Workload status}) and ``podSets`` ({job: {pod set: count}}) of admit's JSON."""
+    workloads = json.loads(output)["workloads"]
+    return {
+        "jobs": {w["job"]: w["status"] for w in workloads},
+        "podSets": {w["job"]: w["counts"] for w in workloads},
+    }
 
 
 def figures_of(rendered: str, converted: str = "") -> dict[str, Any]:
@@ -220,7 +245,7 @@ def test_upstream_file(entry: dict[str, Any], tmp_path: Path) -> None:
     elif command == "convert":
         code, out, err, converted = run_convert(path, tmp_path)
     elif command == "admit":
-        code, out, err = run_cli(["admit", str(path)])
+        code, out, err = run_admit(path)
         for doc in documents(path):
             if doc.get("kind") == "JobSet":
                 problems = validate_jobset_spec(doc.get("spec") or {})
@@ -244,4 +269,5 @@ def test_upstream_file(entry: dict[str, Any], tmp_path: Path) -> None:
         assert word in output, f"{entry['file']}: {word!r} not in the output of {command}:\n{output[-3000:]}"
     if entry.get("figures"):
         assert code == 0, f"{entry['file']}: figures given for a refused file"
-        check_figures(entry["figures"], figures_of(out, converted), entry["file"])
+        actual = admit_figures(out) if command == "admit" else figures_of(out, converted)
+        check_figures(entry["figures"], actual, entry["file"])
