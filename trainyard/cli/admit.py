@@ -51,7 +51,7 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
     from scheduler.api.loading import InputError, load_kueue_objects
     from scheduler.engine import AdmissionEngine, EngineConfig
     from scheduler.engine.views import report
-    from trainyard.cli.admit_checks import annotate, deactivate_rejected, given_states, queue_notes
+    from trainyard.cli.admit_checks import annotate, check_report, deactivate_rejected, given_states, queue_notes
     from trainyard.cli.admit_jobs import job_workloads
 
     # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
@@ -110,6 +110,7 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
             break
     summary = report(engine)
     annotate(summary, engine, given, rejected)
+    summary["admissionChecks"] = check_report(engine)
     for workload in summary["workloads"]:
         key = f"{workload['namespace']}/{workload['name']}"
         victims = preempted_by.get(key)
@@ -241,6 +242,13 @@ def print_tables(summary: dict[str, Any]) -> None:
             str(cq["pending"]),
         )
     console.print(queues)
+    if summary.get("admissionChecks"):
+        checks = Table(title="AdmissionChecks")
+        for column in ("AdmissionCheck", "Controller", "Active", "Why not"):
+            checks.add_column(column, overflow="fold")
+        for check in summary["admissionChecks"]:
+            checks.add_row(check["name"], check["controllerName"], "yes" if check["active"] else "no", check["reason"])
+        console.print(checks)
 
 
 def _placement_words(placement: dict[str, Any]) -> str:

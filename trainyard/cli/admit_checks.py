@@ -102,3 +102,20 @@ def queue_notes(objects: list[Resource]) -> list[str]:
                 "variants of it trying the preferred flavors (Kueue's alpha ConcurrentAdmission)"
             )
     return notes
+
+
+def check_report(engine: AdmissionEngine) -> list[dict[str, Any]]:
+    """Every AdmissionCheck given: its controller, and whether it is active (with why not)."""
+    registry = engine.model.admission_checks
+    report = []
+    for name, check in sorted(registry.checks.items()):
+        reason = registry.inactive_reason(check)
+        report.append(
+            {
+                "name": name,
+                "controllerName": check.spec.controller_name,
+                "active": reason is None,
+                "reason": reason or "",
+            }
+        )
+    return report
