@@ -39,14 +39,40 @@ def group(registry: Registry, name: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
 
 
+# The short names and categories the real server and the upstream CRDs declare (kubectl get cq).
+SHORT_NAMES: dict[tuple[str, str], list[str]] = {
+    ("", "Namespace"): ["ns"],
+    ("", "Node"): ["no"],
+    ("", "Pod"): ["po"],
+    ("", "Event"): ["ev"],
+    ("", "ConfigMap"): ["cm"],
+    ("kueue.x-k8s.io", "ClusterQueue"): ["cq"],
+    ("kueue.x-k8s.io", "LocalQueue"): ["queue", "queues", "lq"],
+    ("kueue.x-k8s.io", "ResourceFlavor"): ["flavor", "flavors", "rf"],
+    ("kueue.x-k8s.io", "Workload"): ["wl"],
+    ("kueue.x-k8s.io", "WorkloadPriorityClass"): ["wpc"],
+}
+CATEGORIES: dict[str, list[str]] = {
+    "": ["all"],
+    "batch": ["all"],
+    "kueue.x-k8s.io": ["kueue"],
+}
+
+
 def _resource(t: ResourceType) -> dict[str, Any]:
-    return {
+    found: dict[str, Any] = {
         "name": t.plural,
         "singularName": t.kind.lower(),
         "namespaced": t.namespaced,
         "kind": t.kind,
         "verbs": list(ALL_VERBS),
     }
+    short = SHORT_NAMES.get((t.group, t.kind))
+    if short:
+        found["shortNames"] = short
+    if t.kind in ("Pod", "Job") or t.group == "kueue.x-k8s.io":
+        found["categories"] = CATEGORIES.get(t.group, [])
+    return found
 
 
 def resource_list(registry: Registry, group_name: str, version: str) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ import yaml
 from aiohttp import web
 from multidict import MultiDict
 
-from . import bindings, discovery
+from . import bindings, discovery, openapi, tables
 from .admission import Admission
 from .admitted_writes import OPERATIONS, warning_headers, write_admitted
 from .errors import ApiError
@@ -206,11 +206,20 @@ class FakeApiServer:
         store, rtype, namespace, name = self.store, target.rtype, target.namespace, target.name
         if verb == "watch":
             return await self._watch(request, target, query)
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        include = query.get("includeObject", "Metadata")
         if verb == "list":
-            return _json(self._list(target, query))
+            listed = self._list(target, query)
+            if as_table:
+                return _json(tables.table(rtype, listed["items"], listed["metadata"], include))
+            return _json(listed)
         assert name is not None or verb == "create"
         if verb == "get":
-            return _json(store.get(rtype, namespace, str(name)))
+            found = store.get(rtype, namespace, str(name))
+            if as_table:
+                revision = {"resourceVersion": found["metadata"].get("resourceVersion", "")}
+                return _json(tables.table(rtype, [found], revision, include))
+            return _json(found)
         if verb == "delete":
             options = await self._body(request, required=False)
             options = options if isinstance(options, dict) else {}
@@ -287,7 +296,18 @@ class FakeApiServer:
             return discovery.group(self.registry, parts[1]) or self._missing()
         if len(parts) == 3 and parts[0] == "apis":
             return discovery.resource_list(self.registry, parts[1], parts[2]) or self._missing()
+        if parts[:2] == ["openapi", "v3"]:
+            return self._openapi(parts[2:])
         return None
+
+    def _openapi(self, parts: list[str]) -> dict[str, Any]:
+        if not parts:
+            return openapi.root(self.registry)
+        if len(parts) == 2 and parts[0] == "api":
+            return openapi.document(self.registry, "", parts[1]) or self._missing()
+        if len(parts) == 3 and parts[0] == "apis":
+            return openapi.document(self.registry, parts[1], parts[2]) or self._missing()
+        return self._missing()
 
     @staticmethod
     def _missing() -> dict[str, Any]:
