@@ -79,6 +79,22 @@ async def test_tables_give_kubectl_get_its_columns() -> None:
         assert node["rows"][0]["cells"][:3] == ["gpu-node-z0-s0-b0-n0", "Ready", "<none>"]
         plain = await _get(sb, "/api/v1/namespaces/team-a/pods", accept="application/json")
         assert plain["kind"] == "PodList"
+        # kubectl get -w: a watch asked for Tables streams one-row Tables
+        assert sb.server.certificates is not None
+        headers = {"Authorization": f"Bearer {sb.server.token}", "Accept": TABLE}
+        query = "?watch=true&resourceVersion=0&timeoutSeconds=1"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(
+                f"{sb.url}/apis/kueue.x-k8s.io/v1beta2/workloads{query}",
+                headers=headers,
+                ssl=sb.server.certificates.client_context(),
+            ) as answer,
+        ):
+            events = [json.loads(line) for line in (await answer.read()).splitlines() if line.strip()]
+        assert events
+        assert {e["object"]["kind"] for e in events} == {"Table"}
+        assert all(len(e["object"]["rows"]) == 1 for e in events)
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed on this machine")

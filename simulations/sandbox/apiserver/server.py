@@ -38,6 +38,7 @@ from .tls import ServingCertificates
 from .tls import generate as generate_certificates
 
 DEFAULT_TOKEN = "trainyard-fake-token"
+Render = Callable[[dict[str, Any]], dict[str, Any]]
 SEED_NAMESPACES = ("default", "kube-system")
 
 
@@ -340,6 +341,9 @@ class FakeApiServer:
 
     async def _watch(self, request: web.Request, target: Target, query: Mapping[str, str]) -> web.StreamResponse:
         matches = self._matcher(target.rtype, query)
+        render = (
+            self._table_renderer(target.rtype, query) if tables.wants_table(request.headers.get("Accept", "")) else None
+        )
         timeout: float | None = None
         if query.get("timeoutSeconds"):
             try:
@@ -355,7 +359,7 @@ class FakeApiServer:
             await self._send(response, {"type": "ERROR", "object": error.status()})
             return response
         try:
-            await self._stream(request, response, target.rtype, subscription, backlog, matches, timeout, query)
+            await self._stream(request, response, target.rtype, subscription, backlog, matches, timeout, query, render)
         except (ConnectionResetError, ConnectionError):
             pass  # the client went away
         finally:
@@ -372,11 +376,12 @@ class FakeApiServer:
         matches: Callable[[Mapping[str, Any]], bool],
         timeout: float | None,
         query: Mapping[str, str],
+        render: Render | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         for replayed in backlog:
-            await self._send_event(response, replayed, matches)
+            await self._send_event(response, replayed, matches, render)
         while True:
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
@@ -392,7 +397,7 @@ class FakeApiServer:
                     raise ConnectionResetError("watch cut by an injected fault")
                 return
             if not subscription.stalled:
-                await self._send_event(response, event, matches)
+                await self._send_event(response, event, matches, render)
         if _truthy(query.get("allowWatchBookmarks")) and not subscription.stalled:
             bookmark = {
                 "kind": rtype.kind,
@@ -402,7 +407,11 @@ class FakeApiServer:
             await self._send(response, {"type": "BOOKMARK", "object": bookmark})
 
     async def _send_event(
-        self, response: web.StreamResponse, event: StoredEvent, matches: Callable[[Mapping[str, Any]], bool]
+        self,
+        response: web.StreamResponse,
+        event: StoredEvent,
+        matches: Callable[[Mapping[str, Any]], bool],
+        render: Render | None = None,
     ) -> None:
         # With a selector, an object that starts or stops matching is ADDED or DELETED for this watch.
         now = matches(event.obj)
@@ -417,7 +426,18 @@ class FakeApiServer:
                 event_type = "DELETED"
         elif not now:
             return
-        await self._send(response, {"type": event_type, "object": event.obj})
+        await self._send(response, {"type": event_type, "object": render(event.obj) if render else event.obj})
+
+    @staticmethod
+    def _table_renderer(rtype: ResourceType, query: Mapping[str, str]) -> Render:
+        """``kubectl get -w``: each event's object is a one-row Table."""
+        include = query.get("includeObject", "Metadata")
+
+        def render(obj: dict[str, Any]) -> dict[str, Any]:
+            revision = {"resourceVersion": str((obj.get("metadata") or {}).get("resourceVersion", ""))}
+            return tables.table(rtype, [obj], revision, include)
+
+        return render
 
     @staticmethod
     async def _send(response: web.StreamResponse, event: Mapping[str, Any]) -> None:
