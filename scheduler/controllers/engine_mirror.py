@@ -8,6 +8,10 @@ forgotten; a Workload whose cached status disagrees with the engine (an admissio
 does not know of, or one it holds that the server no longer shows) is submitted again as the
 server has it — the server is the truth. Our own writes echo back through the informer; while a
 write is in flight or its revision not yet seen, those echoes are not taken as disagreement.
+
+A finished Workload is forgotten by the engine (its quota released, its record dropped), as a
+long simulation forgets each job as it completes: the engine holds only live workloads, and a
+new leader's rebuild does not parse every Workload the cluster ever finished.
 """
 
 from __future__ import annotations
@@ -138,8 +142,7 @@ class EngineMirror:
         if not self._settled(key, new, now):
             return
         if condition_true(new, "Finished"):
-            if info.state is not WorkloadState.FINISHED:
-                self.engine.finish(key, now)
+            self.engine.forget(key, now)
             return
         admitted_on_server = bool((new.get("status") or {}).get("admission"))
         spec_changed = old is not None and (old.get("metadata") or {}).get("generation") != (
@@ -184,20 +187,14 @@ class EngineMirror:
             if not self._settled(key, document, now):
                 continue
             info = self.engine.workloads.get(key)
-            if info is None:
-                self._submit(document, now)
-                healed.append(key)
+            if condition_true(document, "Finished"):
+                if info is not None:  # finished on the server, still held by the engine
+                    self.engine.forget(key, now)
+                    healed.append(key)
                 continue
-            finished_on_server = condition_true(document, "Finished")
-            if finished_on_server != (info.state is WorkloadState.FINISHED):
-                if finished_on_server:
-                    self.engine.finish(key, now)
-                else:
-                    self.resubmit(key)
-                healed.append(key)
-            elif not finished_on_server and bool((document.get("status") or {}).get("admission")) != (
-                info.state is WorkloadState.ADMITTED
-            ):
+            admitted_on_server = bool((document.get("status") or {}).get("admission"))
+            missing = info is None or info.state is WorkloadState.FINISHED
+            if missing or admitted_on_server != (info is not None and info.state is WorkloadState.ADMITTED):
                 self.resubmit(key)
                 healed.append(key)
         for key in [k for k in self.engine.workloads if k not in cached and k not in self.writing]:
@@ -229,6 +226,9 @@ class EngineMirror:
             self._submit(document, now)
 
     def _submit(self, document: dict[str, Any], now: float) -> None:
+        if condition_true(document, "Finished"):
+            self.engine.forget(workload_key(document), now)  # nothing to admit, no quota to hold
+            return
         try:
             workload = Workload.model_validate(document)
         except ValidationError as error:

@@ -128,7 +128,7 @@ def page(
             if not count_remaining:
                 break
             continue
-        chosen.append(clone(obj))
+        chosen.append(dict(obj))  # the stored snapshot shared below its top level (never changed in place)
         last = key
     if not remaining or last is None:
         return ListPage(chosen, position.resource_version)

@@ -1,0 +1,136 @@
+"""The mirror's resync heals what a skipped change left between the cache and the engine.
+
+A change that arrives while the controller's own write to that Workload is in flight is not
+applied (it may be the write's echo). When it was someone else's change instead and nothing
+changes the Workload again, only the periodic resync brings the engine back to the server's view.
+These tests play the cache directly: no server, no timing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from queue_support import KUEUE, NS
+
+from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.engine_mirror import EngineMirror
+from scheduler.engine.workloads import WorkloadState
+
+KEY = f"{NS}/job"
+
+
+def queue_objects() -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        {
+            "apiVersion": KUEUE,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": NS},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ]
+
+
+def workload(revision: int, *, admitted: bool = False, finished: bool = False) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "apiVersion": KUEUE,
+        "kind": "Workload",
+        "metadata": {"name": "job", "namespace": NS, "resourceVersion": str(revision), "uid": "u1"},
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "node",
+                    "count": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]}},
+                }
+            ],
+        },
+    }
+    status: dict[str, Any] = {"conditions": []}
+    if admitted:
+        status["admission"] = {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": "node", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "4"}, "count": 1}
+            ],
+        }
+        status["conditions"].append({"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"})
+        status["conditions"].append({"type": "Admitted", "status": "True", "reason": "Admitted"})
+    if finished:
+        status["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded"})
+    document["status"] = status
+    return document
+
+
+def mirror_with(*documents: dict[str, Any]) -> tuple[ClusterCache, EngineMirror]:
+    cache = ClusterCache()
+    mirror = EngineMirror(cache, clock=lambda: 1000.0)
+    for document in [*queue_objects(), *documents]:
+        cache.apply(copy.deepcopy(document))
+    mirror.rebuild()
+    return cache, mirror
+
+
+def skipped(cache: ClusterCache, mirror: EngineMirror, document: dict[str, Any]) -> None:
+    """Deliver ``document`` while a write to it is in flight: the handler leaves the engine alone."""
+    mirror.writing.add(KEY)
+    cache.apply(document)
+    mirror.writing.discard(KEY)
+
+
+def test_a_finish_skipped_during_a_write_is_released_by_the_resync() -> None:
+    cache, mirror = mirror_with(workload(1, admitted=True))
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED
+    skipped(cache, mirror, workload(2, admitted=True, finished=True))
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED  # the quota is still held
+
+    assert mirror.resync() == [KEY]
+    assert KEY not in mirror.engine.workloads  # released and forgotten
+    assert mirror.resync() == []  # nothing left to heal
+
+
+def test_an_admission_skipped_during_a_write_is_restored_by_the_resync() -> None:
+    cache, mirror = mirror_with(workload(1))
+    assert mirror.engine.workloads[KEY].state is not WorkloadState.ADMITTED
+    skipped(cache, mirror, workload(2, admitted=True))  # e.g. a killed leader's write landing late
+
+    assert mirror.resync() == [KEY]
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED
+
+
+def test_the_resync_leaves_a_workload_alone_while_its_write_is_in_flight() -> None:
+    cache, mirror = mirror_with(workload(1, admitted=True))
+    skipped(cache, mirror, workload(2, admitted=True, finished=True))
+    mirror.writing.add(KEY)
+    assert mirror.resync() == []
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED
+
+
+def test_a_deleted_workload_the_engine_missed_is_forgotten_and_finished_ones_are_never_parsed() -> None:
+    cache, mirror = mirror_with(workload(1, admitted=True))
+    mirror.live = False  # the deletion is missed (as by a handler that did not run)
+    cache.delete("Workload", "job", NS)
+    mirror.live = True
+    assert mirror.resync() == [KEY]
+    assert KEY not in mirror.engine.workloads
+
+    _, rebuilt = mirror_with(workload(3, admitted=True, finished=True))
+    assert KEY not in rebuilt.engine.workloads  # a finished Workload holds nothing
+    assert rebuilt.resync() == []
