@@ -87,13 +87,23 @@ def scenario_objects(scenario: Scenario | str | Path | None = None) -> ScenarioO
     documents: list[dict[str, Any]] = [obj.to_dict() for obj in built.objects]
     namespaces = sorted({str(d["metadata"]["namespace"]) for d in documents if d["metadata"].get("namespace")})
     documents.extend({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces)
-    documents.extend(dict(node) for node in built.node_documents)
+    documents.extend(_with_node_info(node) for node in built.node_documents)
     documents.extend(stage_documents(resolved.stages))
     for document in documents:
         document.setdefault("apiVersion", _API_VERSIONS.get(str(document.get("kind")), "v1"))
     order = {kind: index for index, kind in enumerate(_KIND_ORDER)}
     documents.sort(key=lambda d: order.get(str(d.get("kind")), len(order)))
     return ScenarioObjects(resolved, documents, load_stages(resolved.stages))
+
+
+def _with_node_info(node: dict[str, Any]) -> dict[str, Any]:
+    """The node as KWOK's examples write one: ``nodeInfo`` says it is fake (kubectl's VERSION column)."""
+    found = {**node, "status": dict(node.get("status") or {})}
+    found["status"].setdefault(
+        "nodeInfo",
+        {"kubeletVersion": "fake", "kubeProxyVersion": "fake", "operatingSystem": "linux", "architecture": "amd64"},
+    )
+    return found
 
 
 _API_VERSIONS = {
