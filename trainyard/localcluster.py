@@ -215,7 +215,9 @@ class Sandbox:
     sandbox) and registers it with manifests/webhook's configurations, then runs trainyard's
     controllers and the stand-ins (JobSet, Job, binder) and the KWOK stages that move Nodes and
     Pods. ``speedup`` divides every Stage delay (a pod whose Stage says 60 s runs 1 s at 60×).
-    Each part can be left out (``webhook=False`` ...). ``heartbeat_seconds`` is how often (wall
+    Each part can be left out (``webhook=False`` ...); with ``kwok=False`` the stand-ins' minimal
+    pod runner (``PodRunner``) moves the pods instead, with ``standins=False`` nothing does (a
+    driver that plays them itself). ``heartbeat_seconds`` is how often (wall
     clock) KWOK renews each Node's Lease (None: never; 1,000 nodes at 10 s is ~100 writes/s),
     ``seed`` seeds KWOK's choices (weights, jitter). Exit stops everything, in reverse order.
 
