@@ -19,12 +19,13 @@ preempted, gone) is stopped; anything else is synced (status, leftovers).
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from runtimes.api.trainer import DEFAULT_MANAGED_BY, TrainJob
+from runtimes.api.trainer import DEFAULT_MANAGED_BY, TRAINER_GROUP, TrainJob
 from scheduler.api.kueue import QUEUE_NAME_LABEL
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.launcher_podsets import admission_committed, workload_owned_by
@@ -32,7 +33,7 @@ from scheduler.controllers.launcher_writes import LauncherWrites
 from scheduler.controllers.manager import WatchSpec, object_key
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.trainjob_status import is_finished, now_rfc3339
-from scheduler.trainjob import workload_name
+from scheduler.trainjob import TRAINJOB_KIND, workload_name_for_owner
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +50,15 @@ class LaunchContext:
 
     key: str
     trainjob: dict[str, Any]
-    model: TrainJob
     workload: dict[str, Any] | None
     cache: ClusterCache
     writes: LauncherWrites
     now: str = field(default_factory=now_rfc3339)
+
+    @functools.cached_property
+    def model(self) -> TrainJob:
+        """The TrainJob parsed, only when a step needs it (a start renders it; most syncs do not)."""
+        return TrainJob.model_validate(self.trainjob)
 
     @property
     def namespace(self) -> str:
@@ -123,11 +128,13 @@ class LauncherReconciler:
             return ReconcileResult(requeue_after=STALE_CACHE_RECHECK)
         if not managed_here(trainjob):
             return ReconcileResult()
-        model = TrainJob.model_validate(trainjob)
-        workload = self.cache.get("Workload", workload_name(model), namespace)
-        if workload is not None and not workload_owned_by(workload, model.metadata.uid):
+        uid = str(trainjob["metadata"].get("uid") or "")
+        workload = self.cache.get(
+            "Workload", workload_name_for_owner(name, uid, TRAINJOB_KIND, TRAINER_GROUP), namespace
+        )
+        if workload is not None and not workload_owned_by(workload, uid or None):
             workload = None
-        ctx = LaunchContext(key, trainjob, model, workload, self.cache, self.writes)
+        ctx = LaunchContext(key, trainjob, workload, self.cache, self.writes)
         if is_finished(trainjob.get("status")):
             step = self.launcher.sync
         elif ctx.suspended and ctx.admitted:

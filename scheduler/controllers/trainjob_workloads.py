@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from runtimes.api.trainer import (
     CLUSTER_TRAINING_RUNTIME_KIND,
+    TRAINER_GROUP,
     TRAINING_RUNTIME_KIND,
     ClusterTrainingRuntime,
     TrainingRuntime,
@@ -37,7 +38,7 @@ from scheduler.controllers.manager import object_key
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workload_status import finished_patch
 from scheduler.kube import KubeApiError, KubeClient, patch_status
-from scheduler.trainjob import workload_for_trainjob, workload_name
+from scheduler.trainjob import TRAINJOB_KIND, workload_for_trainjob, workload_name_for_owner
 
 log = logging.getLogger(__name__)
 
@@ -105,14 +106,21 @@ class TrainJobWorkloads:
         document = self.cache.get("TrainJob", name, namespace)
         if document is None or not _queued(document):
             return ReconcileResult()
+        # The Workload's name needs only the TrainJob's name and uid: a TrainJob that has its
+        # Workload (every one, after the first reconcile) is not parsed again.
+        metadata = document.get("metadata") or {}
+        existing = self.cache.get(
+            "Workload",
+            workload_name_for_owner(name, str(metadata.get("uid") or ""), TRAINJOB_KIND, TRAINER_GROUP),
+            namespace,
+        )
+        if existing is not None:
+            await self._sync_finished(document, existing)
+            return ReconcileResult()
         try:
             trainjob = TrainJob.model_validate(document)
         except ValidationError as error:
             await self._cannot_queue(document, "InvalidTrainJob", f"the TrainJob cannot be read: {error}")
-            return ReconcileResult()
-        existing = self.cache.get("Workload", workload_name(trainjob), namespace)
-        if existing is not None:
-            await self._sync_finished(document, existing)
             return ReconcileResult()
         if condition_true(document, "Complete") or condition_true(document, "Failed"):
             return ReconcileResult()  # finished before it was ever queued here: nothing to admit
