@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from simulations.cluster import GPU_PRODUCT_LABEL, flavor_name
 from simulations.engine_driver import EngineDriver
+from simulations.invariants import NodeLedger, pod_amounts
 from simulations.metrics import MetricsRecorder
 from simulations.workloads import JobSpec
 
@@ -20,7 +24,20 @@ def _waiting(driver: EngineDriver, key: str) -> str:
     return driver.waiting_reason(key)
 
 
-def never_ran(metrics: MetricsRecorder, jobs: dict[str, JobSpec], driver: EngineDriver) -> list[dict[str, Any]]:
+def _empty_node_for(ledger: NodeLedger | None, job: JobSpec) -> str | None:
+    """A node that could hold one pod of ``job`` if it were empty (models allowing), or None."""
+    if ledger is None or not ledger.names:
+        return None
+    fits = (ledger.allocatable >= pod_amounts(job)).all(axis=1)
+    if job.gpu_models:
+        fits &= np.array([labels.get(GPU_PRODUCT_LABEL) in job.gpu_models for labels in ledger.labels])
+    hits = np.flatnonzero(fits)
+    return ledger.names[int(hits[0])] if len(hits) else None
+
+
+def never_ran(
+    metrics: MetricsRecorder, jobs: dict[str, JobSpec], driver: EngineDriver, ledger: NodeLedger | None = None
+) -> list[dict[str, Any]]:
     never_fits: dict[tuple[Any, ...], str | None] = {}
     listed: list[dict[str, Any]] = []
     for key, record in metrics.jobs.items():
@@ -41,6 +58,19 @@ def never_ran(metrics: MetricsRecorder, jobs: dict[str, JobSpec], driver: Engine
         if shape not in never_fits:
             never_fits[shape] = driver.never_fits_reason(job)
         reason = never_fits[shape]
+        extra: dict[str, Any] = {}
+        if reason is not None and job.nodes == 1:
+            node = _empty_node_for(ledger, job)
+            model = ledger.labels[ledger.index[node]].get(GPU_PRODUCT_LABEL) if ledger and node else None
+            if node is not None and model is not None and f"flavor {flavor_name(model)}" not in reason:
+                # Kueue picks the flavor by quota first (the first that fits) and runs TAS after it:
+                # a pod that fits only another flavor's nodes is never tried there
+                extra["fits_empty_node"] = node
+                reason += (
+                    f" (it would fit an empty node of flavor {flavor_name(model)}, e.g. {node}; flavor assignment"
+                    " settles on the first flavor whose quota fits, before topology placement, as Kueue's does,"
+                    " so that flavor is never tried)"
+                )
         listed.append(
             {
                 "job": key,
@@ -51,6 +81,7 @@ def never_ran(metrics: MetricsRecorder, jobs: dict[str, JobSpec], driver: Engine
                 "submitted": round(record.submitted, 3),
                 "never_fits": reason is not None,
                 "reason": reason if reason is not None else _waiting(driver, key),
+                **extra,
             }
         )
     return listed

@@ -50,6 +50,19 @@ def summary_rows(result: SimulationResult) -> list[tuple[str, str]]:
         ("wall seconds (engine)", f"{data['wall_seconds']:.2f} ({data['engine_seconds']:.2f})"),
         ("virtual seconds", _fmt(data["virtual_seconds"])),
     ]
+    notes = data.get("notes") or {}
+    if "censored_pods" in notes and jobs["submitted"]:
+        total = jobs["submitted"]
+        rows.insert(
+            0,
+            (
+                "trace pods already gone / censored / never scheduled",
+                " / ".join(
+                    f"{notes.get(key, 0):,} ({notes.get(key, 0) / total:.0%})"
+                    for key in ("already_gone_pods", "censored_pods", "never_scheduled_pods")
+                ),
+            ),
+        )
     if window:
         rows.insert(
             0,

@@ -291,7 +291,7 @@ class Simulation:
         if self.progress is not None:
             self.progress(self.gone, self.built.job_count, now)
         # after the loop: asking the engine changes no decision
-        never_ran = list_never_ran(self.metrics, self.jobs, self.driver)
+        never_ran = list_never_ran(self.metrics, self.jobs, self.driver, self.ledger)
         unfinished = list_unfinished(
             self.metrics, self.jobs, {key: r.admitted_at for key, r in self.running.items()}, self.driver, now
         )

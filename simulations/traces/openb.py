@@ -12,6 +12,14 @@ single-pod job per row. How the trace maps onto Kueue, and what it cannot expres
 - ``qos`` becomes the priority: LS and Guaranteed → high, Burstable → normal, BE → low;
 - all pods go to one ClusterQueue ``openb`` whose quota is the whole cluster, one
   ResourceFlavor per GPU model, and a Topology with the hostname as its only level.
+
+What the trace holds at its snapshot (``notes``): pods already gone (Succeeded or Failed: a real
+run time), censored pods (Running or Pending when the snapshot was taken: their deletion time is
+the snapshot, so their run time is a lower bound) and pods never scheduled (no scheduled_time:
+they run from their creation). Five pods (8 GPUs, 120 cores, 625-720 GiB, no gpu_spec) fit only
+the 128-core G3 nodes; Kueue's flavor assignment settles on the first flavor whose quota fits
+(gpu-g2, 96-core nodes), TAS then finds no G2 host for them even on an empty cluster, and they
+never run: the report lists them with the engine's reason and the node they would fit.
 """
 
 from __future__ import annotations
@@ -111,7 +119,7 @@ def read_openb(directory: str | Path, limit: int | None = None) -> OpenbTrace:
     models = set(capacity)
 
     jobs: list[JobSpec] = []
-    notes = {"fractional_gpu_pods": 0, "never_scheduled_pods": 0, "censored_pods": 0}
+    notes = {"fractional_gpu_pods": 0, "never_scheduled_pods": 0, "censored_pods": 0, "already_gone_pods": 0}
     columns = (
         "name",
         "cpu_milli",
@@ -148,6 +156,8 @@ def read_openb(directory: str | Path, limit: int | None = None) -> OpenbTrace:
             notes["never_scheduled_pods"] += 1
         if row.get("pod_phase") in ("Running", "Pending"):
             notes["censored_pods"] += 1
+        elif row.get("pod_phase") in ("Succeeded", "Failed"):
+            notes["already_gone_pods"] += 1
         spec = tuple(m for m in (row.get("gpu_spec") or "").split("|") if m)
         unknown = [m for m in spec if m not in models]
         if unknown:

@@ -15,8 +15,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario",
         default="gpu-1k",
-        help="built-in scenario (gpu-1k, gpu-10k, kueue-baseline, kueue-large) or a scenario YAML file "
-        "(default: gpu-1k)",
+        help="built-in scenario (gpu-1k, gpu-10k: steady state; gpu-1k-burst, gpu-10k-burst; kueue-baseline, "
+        "kueue-large) or a scenario YAML file (default: gpu-1k)",
     )
     parser.add_argument(
         "--trace",
@@ -30,7 +30,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--compare",
         nargs="+",
         metavar="SCENARIO",
-        help="run several scenarios (names or files: other policies or quotas) on the same seed, side by side",
+        help="run several scenarios (names or files: other policies or quotas) on the same seed, side by side; "
+        "with --mode saturation: placement policies (trainyard first-fit kueue-bestfit random; default all)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("timeline", "saturation"),
+        default="timeline",
+        help="timeline (default): arrivals and departures over virtual time; saturation: with --trace DIR "
+        "(openb), pods in creation order that never leave, until and past the first refusal (FGD, ATC'23)",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     parser.add_argument(
@@ -61,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
         return simulate_sandbox.run(args)
     try:
+        if args.mode == "saturation":
+            from trainyard.cli import simulate_saturation
+
+            return simulate_saturation.run(args)
         return _run(args)
     except SimulationInputError as error:
         raise UserError(str(error)) from None

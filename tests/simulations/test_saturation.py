@@ -1,0 +1,137 @@
+"""The openb trace two ways: saturation replay under placement policies, and what the timeline replay explains."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulations.saturation import POLICIES, run_saturation
+from simulations.saturation_report import saturation_table, write_saturation_plot
+from simulations.scenarios import BUILTIN, build, with_trace
+from simulations.simulator import Simulation
+from trainyard.cli.main import main
+
+NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"
+POD_HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+)
+
+
+def trace_dir(tmp_path: Path, nodes: list[str], pods: list[str]) -> Path:
+    root = tmp_path / "openb"
+    root.mkdir()
+    (root / "openb_node_list_gpu_node.csv").write_text(NODE_HEADER + "".join(nodes))
+    (root / "openb_pod_list_default.csv").write_text(POD_HEADER + "".join(pods))
+    return root
+
+
+def fragmenting_trace(tmp_path: Path) -> Path:
+    """16 nodes of 8 GPUs; 64 one-GPU pods (half of them GPU shares), then 8 whole-node pods.
+
+    Packed, the small pods fill 8 nodes and the big ones the other 8: nothing is refused.
+    Spread at random, the small pods touch most nodes and the big ones find no empty node.
+    """
+    nodes = [f"node-{i:02d},32000,262144,8,G2\n" for i in range(16)]
+    pods = [f"small-{i:02d},2000,8192,1,{500 if i % 2 else 1000},,LS,Running,{i},1000000,{i}\n" for i in range(64)]
+    pods += [f"big-{i},16000,131072,8,1000,,LS,Running,{100 + i},1000000,{100 + i}\n" for i in range(8)]
+    return trace_dir(tmp_path, nodes, pods)
+
+
+def test_packing_policies_allocate_more_than_random_before_the_first_refusal(tmp_path: Path) -> None:
+    report = run_saturation(fragmenting_trace(tmp_path), list(POLICIES), seed=1)
+    rows = {row["policy"]: row for row in report["policies"]}
+    assert set(rows) == set(POLICIES)
+    random = rows["random"]
+    assert random["first_refusal"] is not None
+    assert random["first_refusal"]["pod"].startswith("big-")
+    for policy in ("trainyard", "first-fit", "kueue-bestfit"):
+        packed = rows[policy]
+        at_refusal = (
+            packed["allocation_ratio"]
+            if packed["first_refusal"] is None
+            else packed["first_refusal"]["allocation_ratio"]
+        )
+        assert at_refusal > random["first_refusal"]["allocation_ratio"], policy
+        assert packed["unallocated_gpus"] < random["unallocated_gpus"], policy
+    assert rows["first-fit"]["unallocated_gpus"] == 0
+    # the free GPUs random leaves are stranded: no refused 8-GPU pod fits any of them
+    assert random["fragmentation"]["stranded_gpus"] == random["fragmentation"]["free_gpus"] > 0
+    assert report["fractional_gpu_pods"] == 32
+    assert "rounded up" in report["fractional_gpus"]
+
+
+def test_the_curve_follows_demand_until_the_first_refusal(tmp_path: Path) -> None:
+    report = run_saturation(fragmenting_trace(tmp_path), ["random"], seed=1)
+    (row,) = report["policies"]
+    refusal = row["first_refusal"]["arrived_demand_ratio"]
+    before = [(arrived, allocated) for arrived, allocated in row["curve"] if arrived < refusal]
+    assert before
+    assert all(arrived == pytest.approx(allocated) for arrived, allocated in before)
+    assert row["arrived_gpu_demand"] == 64 + 64
+
+
+def test_table_and_plot(tmp_path: Path) -> None:
+    report = run_saturation(fragmenting_trace(tmp_path), ["first-fit", "random"], seed=1)
+    table = saturation_table(report)
+    assert [str(cell) for cell in table.columns[0]._cells] == ["first-fit", "random"]
+    path = write_saturation_plot(report, tmp_path / "out" / "saturation.png")
+    assert path.stat().st_size > 10_000
+
+
+def test_cli_saturation_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = fragmenting_trace(tmp_path)
+    args = ["simulate", "--trace", str(root), "--mode", "saturation", "--compare", "first-fit", "random", "--json"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [row["policy"] for row in report["policies"]] == ["first-fit", "random"]
+    assert {"allocation_ratio_at_first_refusal", "unallocated_gpus", "fragmentation"} <= set(report["policies"][0])
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--compare", "best-fit"], "'best-fit' is not a placement policy"),
+        (["--backend", "kwok", "--kubeconfig", "k"], "simulator only"),
+    ],
+)
+def test_cli_saturation_refusals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], words: str
+) -> None:
+    root = fragmenting_trace(tmp_path)
+    assert main(["simulate", "--trace", str(root), "--mode", "saturation", *extra]) == 2
+    err = capsys.readouterr().err
+    assert words in err
+    assert "Traceback" not in err
+
+
+def test_cli_saturation_needs_the_trace_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--mode", "saturation"]) == 2
+    assert "--trace DIR" in capsys.readouterr().err
+
+
+def test_timeline_replay_explains_a_pod_that_only_another_flavor_could_hold(tmp_path: Path) -> None:
+    """openb's five never-run pods in small: 8 GPUs and 120 cores fit only the 128-core model,
+    but the quota fits the first flavor, so Kueue's flavor assignment never tries the other."""
+    root = trace_dir(
+        tmp_path,
+        # two G2 nodes: the G2 flavor's quota (192 cores) holds the pod, no G2 host does
+        ["g2-node-0,96000,786432,8,G2\n", "g2-node-1,96000,786432,8,G2\n", "g3-node,128000,786432,8,G3\n"],
+        [
+            "done,1000,1024,1,1000,,LS,Succeeded,0,50,1\n",
+            "gone,1000,1024,1,1000,,BE,Failed,1,60,2\n",
+            "wide,120000,655360,8,1000,,LS,Running,3,1000,\n",
+            "late,1000,1024,0,0,,Burstable,Pending,4,2000,\n",
+        ],
+    )
+    result = Simulation(build(with_trace(BUILTIN["gpu-1k"], root)), 1).run()
+    notes = result.notes
+    assert (notes["already_gone_pods"], notes["censored_pods"], notes["never_scheduled_pods"]) == (2, 2, 2)
+    (wide,) = result.never_ran
+    assert wide["job"] == "openb/wide"
+    assert wide["never_fits"] is True
+    assert wide["fits_empty_node"] == "g3-node"
+    assert "gpu-g3" in wide["reason"]
+    assert result.summary.get("window", True)
+    assert "window" not in result.summary  # a trace replay has no warm-up

@@ -1,0 +1,40 @@
+"""`trainyard simulate --trace DIR --mode saturation`: the openb trace replayed as the FGD paper does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from trainyard.cli.errors import UserError
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from simulations.saturation import POLICIES, run_saturation
+    from simulations.saturation_report import saturation_table, write_saturation_plot
+
+    if args.trace is None or not args.trace.is_dir():
+        raise UserError(
+            "--mode saturation replays the openb trace: give --trace DIR, the directory holding "
+            "openb_node_list_gpu_node.csv and openb_pod_list_default.csv"
+        )
+    if args.backend != "sim":
+        raise UserError("--mode saturation runs in the simulator only (--backend sim)")
+    policies = args.compare or list(POLICIES)
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown:
+        raise UserError(f"--compare: {unknown[0]!r} is not a placement policy; use {', '.join(POLICIES)}")
+    report = run_saturation(args.trace, policies, args.seed)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "saturation.json").write_text(json.dumps(report, indent=2) + "\n")
+        write_saturation_plot(report, args.out / "saturation.png")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        console = Console()
+        console.print(saturation_table(report))
+        if args.out is not None:
+            console.print(f"wrote {args.out}/saturation.json and saturation.png")
+    return 0
