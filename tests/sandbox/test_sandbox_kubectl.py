@@ -77,6 +77,15 @@ async def test_tables_give_kubectl_get_its_columns() -> None:
         assert row["cells"][1:4] == ["default", "team-a", "True"]
         node = await _get(sb, "/api/v1/nodes/gpu-node-z0-s0-b0-n0")
         assert node["rows"][0]["cells"][:3] == ["gpu-node-z0-s0-b0-n0", "Ready", "<none>"]
+        events = await _get(sb, "/api/v1/namespaces/team-a/events")
+        assert [c["name"] for c in events["columnDefinitions"]][:5] == [
+            "Last Seen",
+            "Type",
+            "Reason",
+            "Object",
+            "Message",
+        ]
+        assert "QuotaReserved" in {row["cells"][2] for row in events["rows"]}
         plain = await _get(sb, "/api/v1/namespaces/team-a/pods", accept="application/json")
         assert plain["kind"] == "PodList"
         # kubectl get -w: a watch asked for Tables streams one-row Tables

@@ -106,7 +106,13 @@ async def _up(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             path = sandbox.kubeconfig_path.resolve()
-            print(f"trainyard sandbox: try  kubectl --kubeconfig {path} get nodes,clusterqueues", file=sys.stderr)
+            print(f"trainyard sandbox: try  export KUBECONFIG={path}", file=sys.stderr)
+            print("trainyard sandbox:      kubectl get nodes,clusterqueues,localqueues -A", file=sys.stderr)
+            print(
+                "trainyard sandbox:      kubectl apply -f manifests/samples/trainjobs/torch-2-nodes.yaml",
+                file=sys.stderr,
+            )
+            print("trainyard sandbox:      kubectl get workloads,pods -A -w", file=sys.stderr)
             print("trainyard sandbox: Ctrl-C stops it", file=sys.stderr)
             print(path, flush=True)  # stdout: the kubeconfig path alone, for scripts
             try:

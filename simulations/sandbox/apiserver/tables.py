@@ -33,7 +33,25 @@ def wants_table(accept: str) -> bool:
 
 
 def _age(obj: dict[str, Any]) -> str:
-    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    return _since((obj.get("metadata") or {}).get("creationTimestamp"))
+
+
+def _last_seen(event: dict[str, Any]) -> str:
+    series = event.get("series") or {}
+    return _since(
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+    )
+
+
+def _event_object(event: dict[str, Any]) -> str:
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+
+
+def _since(created: Any) -> str:
     if not created:
         return "<unknown>"
     try:
@@ -164,6 +182,14 @@ BUILTIN: dict[tuple[str, str], list[Column]] = {
         ("Roles", "string", 0, _node_roles),
         AGE,
         ("Version", "string", 0, lambda o: ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")),
+    ],
+    ("", "Event"): [
+        ("Last Seen", "string", 0, _last_seen),
+        ("Type", "string", 0, lambda o: o.get("type", "")),
+        ("Reason", "string", 0, lambda o: o.get("reason", "")),
+        ("Object", "string", 0, _event_object),
+        ("Message", "string", 0, lambda o: o.get("message") or o.get("note") or ""),
+        ("Name", "string", 1, lambda o: o["metadata"]["name"]),
     ],
     ("", "Namespace"): [NAME, ("Status", "string", 0, lambda o: (o.get("status") or {}).get("phase", "")), AGE],
     ("batch", "Job"): [
