@@ -76,7 +76,13 @@ def derive_workloads(documents: Iterable[JobDocument], *, default_queues: Sequen
         except JobError as error:
             result.problems.append((members[0], error))
             continue
-        if len(members) != total:
+        if len(members) > total:
+            result.notes.append(
+                f"pod group {key}: {len(members)} pods given for a total count of {total}; Kueue deletes the "
+                f"excess pods (the last ones), so the first {total} make the Workload"
+            )
+            members = members[:total]
+        if len(members) < total:
             result.notes.append(
                 f"pod group {key}: {len(members)} of its {total} pods given; Kueue creates the group's "
                 "Workload only when all of them exist"
