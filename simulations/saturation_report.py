@@ -16,13 +16,13 @@ def saturation_table(report: dict[str, Any]) -> Table:
     )
     for column in (
         "policy",
-        "first refusal at demand",
-        "allocation at first refusal",
-        "allocation at 100 % demand",
-        "allocation at the end",
-        "unallocated GPUs",
-        "refused pods",
-        "stranded / free GPUs",
+        "refused at demand",
+        "alloc. at refusal",
+        "alloc. at 100 %",
+        "alloc. at end",
+        "unalloc. GPUs",
+        "refused",
+        "stranded/free",
     ):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for row in report["policies"]:
@@ -36,7 +36,7 @@ def saturation_table(report: dict[str, Any]) -> Table:
             f"{row['allocation_ratio']:.1%}",
             f"{row['unallocated_gpus']:,}",
             f"{row['refused']:,}",
-            f"{fragmentation['stranded_gpus']:,} / {fragmentation['free_gpus']:,}",
+            f"{fragmentation['stranded_gpus']:,}/{fragmentation['free_gpus']:,}",
         )
     return table
 
@@ -49,29 +49,41 @@ def write_saturation_plot(report: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure, axis = plt.subplots(figsize=(8, 5))
-    for row in report["policies"]:
+    figure, (whole, zoom) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1, 1.3]})
+    styles = ("-", "--", "-.", ":")
+    for n, row in enumerate(report["policies"]):
         arrived = [100 * a for a, _ in row["curve"]]
         allocated = [100 * b for _, b in row["curve"]]
-        (line,) = axis.plot(arrived, allocated, label=f"{row['policy']} ({row['unallocated_gpus']} GPUs unallocated)")
-        refusal = row["first_refusal"]
-        if refusal is not None:
-            axis.plot(
-                100 * refusal["arrived_demand_ratio"],
-                100 * refusal["allocation_ratio"],
-                marker="x",
-                markersize=9,
-                color=line.get_color(),
-            )
-    axis.plot([0, 100], [0, 100], color="grey", linestyle=":", linewidth=1, label="every arrived GPU allocated")
-    axis.axvline(100, color="grey", linestyle="--", linewidth=1)
-    axis.set_xlabel("arrived GPU demand (% of cluster GPUs)")
-    axis.set_ylabel("GPU allocation ratio (%)")
-    axis.set_title(
-        f"saturation replay of {Path(report['trace']).name} ({report['gpus']:,} GPUs): x = first refusal",
+        label = f"{row['policy']} ({row['unallocated_gpus']} GPUs unallocated)"
+        for axis in (whole, zoom):
+            (line,) = axis.plot(arrived, allocated, linestyle=styles[n % len(styles)], linewidth=2, label=label)
+            refusal = row["first_refusal"]
+            if refusal is not None:
+                axis.plot(
+                    100 * refusal["arrived_demand_ratio"],
+                    100 * refusal["allocation_ratio"],
+                    marker="x",
+                    markersize=10,
+                    markeredgewidth=2,
+                    color=line.get_color(),
+                )
+    for axis in (whole, zoom):
+        axis.plot([0, 120], [0, 120], color="grey", linestyle=":", linewidth=1)
+        axis.axvline(100, color="grey", linestyle="--", linewidth=1)
+        axis.set_xlabel("arrived GPU demand (% of cluster GPUs)")
+        axis.set_ylabel("GPU allocation ratio (%)")
+    whole.set_title("whole replay (x: first refusal)", fontsize="medium")
+    zoom.set_xlim(
+        85, max(101.0, 100 * max(row["arrived_gpu_demand"] / row["capacity_gpus"] for row in report["policies"]))
+    )
+    zoom.set_ylim(85, 100.5)
+    zoom.set_title("near saturation", fontsize="medium")
+    zoom.legend(fontsize="small", loc="lower right")
+    figure.suptitle(
+        f"saturation replay of {Path(report['trace']).name}: {report['pods']:,} pods, {report['gpus']:,} GPUs, "
+        "fractional GPUs rounded up",
         fontsize="medium",
     )
-    axis.legend(fontsize="small", loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
