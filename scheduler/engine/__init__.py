@@ -7,14 +7,21 @@ torch. Other packages use only the names below; the modules behind them are the 
 ``cycle`` one admission cycle, ``flavors``/``flavor_match`` flavor assignment, ``quota`` the
 cohort tree, ``preemption``/``candidates`` victims, ``placement`` the bridge to
 ``scheduler.topology``, ``restore``/``restore_placements`` rebuilding from Workload status.
+
+When ``python -m scheduler.engine.native`` has compiled the hot modules and they match their
+sources, they are what runs (see ``native``); otherwise everything is pure Python.
 """
 
-from scheduler.engine.config import EngineConfig, RequeuingStrategy, WaitForPodsReady
-from scheduler.engine.core import parse_timestamp
-from scheduler.engine.engine import AdmissionEngine
-from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload, PreemptedWorkload
-from scheduler.engine.views import report, waiting_reason
-from scheduler.engine.workloads import WorkloadInfo, WorkloadState
+from scheduler.engine.native import activate as _activate_native
+
+_activate_native(__path__)  # before any submodule is imported: the imports below must follow it
+
+from scheduler.engine.config import EngineConfig, RequeuingStrategy, WaitForPodsReady  # noqa: E402
+from scheduler.engine.core import parse_timestamp  # noqa: E402
+from scheduler.engine.engine import AdmissionEngine  # noqa: E402
+from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload, PreemptedWorkload  # noqa: E402
+from scheduler.engine.views import report, waiting_reason  # noqa: E402
+from scheduler.engine.workloads import WorkloadInfo, WorkloadState  # noqa: E402
 
 __all__ = [
     "AdmissionEngine",
