@@ -15,7 +15,8 @@ whose state follows the phase (running, or terminated with exit code 0 when Succ
 when Failed), a Node's ``addresses``; ``allocatable``/``capacity`` keep what the Node has.
 
 Heartbeats: every ``heartbeat_seconds`` (wall-clock) each managed, Ready Node's Lease in
-``kube-node-lease`` is renewed, as a kubelet with leases does.
+``kube-node-lease`` is renewed, as a kubelet with leases does; the renewals are spread over the
+interval, at most 50 a second (1,000 nodes renew every 20 s, with leases four times as long).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 APPLIED_KEPT = 100_000
+HEARTBEAT_WRITES_PER_SECOND = 50.0
 
 
 def _ip(seed: str, prefix: str) -> str:
@@ -284,19 +286,26 @@ class KwokStages:
         except KubeApiError as error:
             if error.status != 409:
                 log.warning("KWOK cannot create namespace %s for node leases: %s", NODE_LEASE_NAMESPACE, error)
+        loop = asyncio.get_running_loop()
         while True:
-            for node in self.cache.list("Node"):
-                if not self.managed("Node", node) or not _ready(node):
-                    continue
+            nodes = [n for n in self.cache.list("Node") if self.managed("Node", n) and _ready(n)]
+            # one round per interval, spread evenly over it, and never more than
+            # HEARTBEAT_WRITES_PER_SECOND: a big sandbox renews less often (its leases last longer)
+            round_seconds = max(interval, len(nodes) / HEARTBEAT_WRITES_PER_SECOND)
+            duration = max(LEASE_DURATION_SECONDS, int(4 * round_seconds))
+            pause = round_seconds / max(len(nodes), 1)
+            started = loop.time()
+            for index, node in enumerate(nodes):
                 try:
-                    await self._renew(str(node["metadata"]["name"]), str(node["metadata"].get("uid", "")))
+                    await self._renew(str(node["metadata"]["name"]), str(node["metadata"].get("uid", "")), duration)
                 except KubeApiError as error:
                     log.warning("KWOK heartbeat of node %s failed: %s", node["metadata"]["name"], error)
-            await asyncio.sleep(interval)
+                await asyncio.sleep(max(0.0, started + (index + 1) * pause - loop.time()))
+            await asyncio.sleep(max(0.0, started + round_seconds - loop.time()))
 
-    async def _renew(self, node: str, uid: str) -> None:
+    async def _renew(self, node: str, uid: str, duration: int = LEASE_DURATION_SECONDS) -> None:
         renew = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime
-        spec = {"holderIdentity": node, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "renewTime": renew}
+        spec = {"holderIdentity": node, "leaseDurationSeconds": duration, "renewTime": renew}
         try:
             await self.client.patch("Lease", node, {"spec": spec}, NODE_LEASE_NAMESPACE)
         except KubeApiError as error:
