@@ -19,6 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from scheduler.engine.native import is_compiled
     from simulations.scenarios import BENCH_SCENARIO, build
     from simulations.simulator import Simulation
     from trainyard.benchmarks.decision_hash import decision_hash
@@ -43,4 +44,5 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "jobs_finished": result.summary["jobs"]["finished"],
         "invariant_violations": result.invariants["violations"],
         "decision_hash": decision_hash(result),
+        "engine_build": "mypyc" if is_compiled() else "python",
     }
