@@ -332,7 +332,10 @@ def test_admission_scope_and_concurrent_admission_policy_are_said_to_have_no_eff
     extra += "concurrentAdmissionPolicy:\n  migration: {mode: TryPreferredFlavors}\n"
     code, report, err = admit(tmp_path, FLAVORS, cluster_queue(extra), job("a"))
     assert code == 0, err
-    assert "ClusterQueue cq: spec.admissionScope (admissionMode UsageBasedAdmissionFairSharing) has no effect" in err
-    assert "ClusterQueue cq: spec.concurrentAdmissionPolicy (migration mode TryPreferredFlavors) has no effect" in err
+    assert (
+        'warning: ClusterQueue "cq": spec.admissionScope (admissionMode UsageBasedAdmissionFairSharing) has no effect'
+        in err
+    )
+    assert 'ClusterQueue "cq": spec.concurrentAdmissionPolicy (migration mode TryPreferredFlavors) has no effect' in err
     assert "unknown field" not in err
     assert by_name(report)["a"]["status"] == "Admitted"

@@ -51,7 +51,7 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
     from scheduler.api.loading import InputError, load_kueue_objects
     from scheduler.engine import AdmissionEngine, EngineConfig
     from scheduler.engine.views import report
-    from trainyard.cli.admit_checks import annotate, check_report, deactivate_rejected, given_states, queue_notes
+    from trainyard.cli.admit_checks import annotate, check_report, deactivate_rejected, given_states
     from trainyard.cli.admit_jobs import job_workloads
 
     # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
@@ -65,8 +65,6 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError(str(error)) from None
     for line in [*loaded.skipped, *loaded.warnings]:
         print(line if ": warning: " in line else f"note: {line}", file=sys.stderr)
-    for line in queue_notes(loaded.objects):
-        print(f"note: {line}", file=sys.stderr)
     given = given_states(loaded.workloads)
     loaded.workloads += trainjob_workloads(loaded, [*loaded.runtimes, *extra_runtimes], bool(runtime_files))
     derived, sources = job_workloads(loaded)

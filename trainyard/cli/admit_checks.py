@@ -1,4 +1,4 @@
-"""`trainyard admit`'s admission checks and per-queue notes.
+"""`trainyard admit`'s admission checks.
 
 A workload whose quota the engine reserved is QuotaReserved until every admission check of its
 ClusterQueue (for the flavors it got) is Ready; the states come from the input Workload's
@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtimes.k8s.meta import Resource
     from scheduler.api.kueue import AdmissionCheckState, Workload
     from scheduler.engine import AdmissionEngine
     from scheduler.engine.admission_checks import CheckVerdict
@@ -75,33 +74,6 @@ def annotate(
         reserved = reserved_per_queue.get(queue["name"], 0)
         queue["quotaReserved"] = reserved
         queue["admitted"] -= reserved
-
-
-def queue_notes(objects: list[Resource]) -> list[str]:
-    """Per ClusterQueue, the fields Kueue acts on that trainyard keeps but does not act on."""
-    from scheduler.api.kueue import ClusterQueue
-
-    notes = []
-    for obj in objects:
-        if not isinstance(obj, ClusterQueue):
-            continue
-        spec = obj.spec
-        if spec.admission_scope is not None:
-            mode = spec.admission_scope.get("admissionMode", "?")
-            notes.append(
-                f"ClusterQueue {obj.name}: spec.admissionScope (admissionMode {mode}) has no effect here: "
-                "trainyard orders a queue's workloads by priority and creation time, not by its LocalQueues' "
-                "recent usage (Kueue's admission fair sharing); with no usage history, as in this dry run, "
-                "Kueue's order is the same"
-            )
-        if spec.concurrent_admission_policy is not None:
-            mode = (spec.concurrent_admission_policy.get("migration") or {}).get("mode", "?")
-            notes.append(
-                f"ClusterQueue {obj.name}: spec.concurrentAdmissionPolicy (migration mode {mode}) has no effect "
-                "here: trainyard admits each workload once, on the first flavor that fits, and does not keep "
-                "variants of it trying the preferred flavors (Kueue's alpha ConcurrentAdmission)"
-            )
-    return notes
 
 
 def check_report(engine: AdmissionEngine) -> list[dict[str, Any]]:
