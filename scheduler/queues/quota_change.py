@@ -86,11 +86,15 @@ class QuotaPlan:
         }
 
 
+# the command line's spelling of each quota field, for messages about what was typed
+FLAGS = {"nominalQuota": "--nominal", "borrowingLimit": "--borrowing-limit", "lendingLimit": "--lending-limit"}
+
+
 def _check_quantity(field_name: str, text: str) -> None:
     try:
         parse_quantity(text)
     except (ValueError, TypeError) as error:
-        raise QuotaChangeError(f"--{field_name} {text!r} is not a Kubernetes quantity ({error})") from None
+        raise QuotaChangeError(f"{FLAGS.get(field_name, field_name)}: {error}") from None
 
 
 def _locate(document: dict[str, Any], change: QuotaChange) -> tuple[int, int, int]:

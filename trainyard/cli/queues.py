@@ -191,6 +191,15 @@ def run_pending(args: argparse.Namespace) -> int:
     local_queue = None
     if args.queue is not None and args.namespace is not None:
         local_queue = args.queue
+        if f"{args.namespace}/{local_queue}" not in state.engine.model.local_queues:
+            # as the visibility API answers 404 for it: a misspelt queue is not an empty one
+            known = sorted(
+                key.partition("/")[2] for key in state.engine.model.local_queues if key.startswith(f"{args.namespace}/")
+            )
+            raise UserError(
+                f"LocalQueue {local_queue!r} does not exist in namespace {args.namespace!r} "
+                f"(its LocalQueues: {', '.join(known) or 'none'})"
+            )
     elif args.queue is not None:
         cluster_queue = args.queue
         if cluster_queue not in state.engine.model.cluster_queues:
@@ -259,7 +268,8 @@ def run_set_quota(args: argparse.Namespace) -> int:
     except QuotaChangeError as error:
         raise UserError(str(error)) from None
     if plan.errors:
-        raise UserError(describe_errors(subject_of("ClusterQueue", plan.new.name, None), plan.errors))
+        message = describe_errors(subject_of("ClusterQueue", plan.new.name, None), plan.errors)
+        raise UserError(f"{_where_in_files(args, change.cluster_queue, plan.errors[0].path)}{message}")
     applied = None
     if args.yes and plan.changed:
         applied = _apply(args, loaded, plan.new, change)
@@ -270,6 +280,21 @@ def run_set_quota(args: argparse.Namespace) -> int:
         return 0
     queues_render.print_plan(plan, applied)
     return 0
+
+
+def _where_in_files(args: argparse.Namespace, cluster_queue: str, field: str) -> str:
+    """``file:line: `` of the quota field the change would break, on files (on a cluster: nothing)."""
+    if args.objects is None:
+        return ""
+    from runtimes.k8s.documents import read_documents
+    from runtimes.messages import parse_field_path
+    from trainyard.cli.queues_edit import find_cluster_queue_file
+
+    path = find_cluster_queue_file(args.objects, cluster_queue)
+    for document in read_documents([path]):
+        if document.kind == "ClusterQueue" and document.name == cluster_queue:
+            return f"{path}:{document.line_of(parse_field_path(field))}: "
+    return f"{path}: "
 
 
 def _apply(args: argparse.Namespace, loaded: Loaded, new: Any, change: Any) -> str:
