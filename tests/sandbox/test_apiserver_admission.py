@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -245,3 +246,37 @@ async def test_a_webhook_slower_than_timeout_seconds_is_a_failed_call(
     assert loop.time() - started < 2.5, "the call is cut at timeoutSeconds, not when the webhook answers"
     assert raised.value.status == 500
     assert "context deadline exceeded" in json.loads(raised.value.body or b"{}")["message"]
+
+
+def test_configurations_the_real_server_would_refuse_are_named() -> None:
+    from simulations.sandbox.apiserver.webhook_config import WebhookConfigError, parse_webhooks
+
+    hook = Hook()
+    document = configuration("Validating", hook)
+    document["webhooks"][0]["admissionReviewVersions"] = ["v1beta1"]
+    with pytest.raises(
+        WebhookConfigError, match=re.escape("webhook validating.queues.test: admissionReviewVersions must")
+    ):
+        parse_webhooks("Validating", document)
+    document = configuration("Validating", hook)
+    document["webhooks"][0]["failurePolicy"] = "Sometimes"
+    with pytest.raises(WebhookConfigError, match="failurePolicy must be Fail or Ignore"):
+        parse_webhooks("Validating", document)
+    document = configuration("Validating", hook)
+    document["webhooks"][0]["clientConfig"]["caBundle"] = "not base64!"
+    with pytest.raises(WebhookConfigError, match="caBundle is not base64"):
+        parse_webhooks("Validating", document)
+
+
+async def test_a_dry_run_is_refused_by_a_webhook_with_side_effects(
+    fake_api: FakeApi, hook: Hook, kube_client: client.ApiClient
+) -> None:
+    document = configuration("Validating", hook)
+    document["webhooks"][0]["sideEffects"] = "Some"
+    fake_api.server.seed(document)
+    api = client.CustomObjectsApi(kube_client)
+    with pytest.raises(ApiException) as raised:
+        await api.create_namespaced_custom_object(*KUEUE, "default", "localqueues", local_queue("q"), dry_run="All")
+    assert raised.value.status == 400
+    assert "does not support dry run" in json.loads(raised.value.body or b"{}")["message"]
+    assert hook.reviews == []

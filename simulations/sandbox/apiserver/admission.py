@@ -164,6 +164,13 @@ class Admission:
     ) -> AdmissionResult:
         """Run the chain; the (possibly mutated) object, or ``ApiError`` on a denial or a failed call."""
         mutating, validating = self.matching(operation, rtype, namespace, subresource, obj, old)
+        if dry_run:
+            for webhook in (*mutating, *validating):
+                if webhook.side_effects not in ("None", "NoneOnDryRun"):
+                    raise ApiError.bad_request(
+                        f'admission webhook "{webhook.name}" does not support dry run '
+                        f"(sideEffects: {webhook.side_effects})"
+                    )
         result = AdmissionResult(obj)
         for webhook in mutating:
             await self._call(webhook, operation, rtype, namespace, name, subresource, result, old, dry_run)

@@ -73,6 +73,7 @@ class Webhook:
     url: str | None
     service: tuple[str, str, int, str] | None  # namespace, name, port, path
     ca_bundle: bytes | None
+    side_effects: str = "None"  # None | NoneOnDryRun | Some | Unknown
 
     def matches(
         self,
@@ -161,6 +162,13 @@ def parse_webhooks(kind: WebhookType, configuration: Mapping[str, Any]) -> list[
         if not 1 <= timeout <= MAX_TIMEOUT_SECONDS:
             raise WebhookConfigError(f"{where}: timeoutSeconds must be between 1 and 30, not {timeout:g}")
         url, service, bundle = _client_config(entry.get("clientConfig"), where)
+        versions = _strings(entry.get("admissionReviewVersions"), where, "admissionReviewVersions")
+        if "v1" not in versions:
+            # this server speaks admission.k8s.io/v1 only, as kube-apiserver does since 1.22
+            raise WebhookConfigError(f"{where}: admissionReviewVersions must include v1, got {list(versions)}")
+        side_effects = str(entry.get("sideEffects") or "")
+        if side_effects not in ("None", "NoneOnDryRun", "Some", "Unknown"):
+            raise WebhookConfigError(f"{where}: sideEffects must be None or NoneOnDryRun, got {side_effects!r}")
         found.append(
             Webhook(
                 configuration=name,
@@ -174,6 +182,7 @@ def parse_webhooks(kind: WebhookType, configuration: Mapping[str, Any]) -> list[
                 url=url,
                 service=service,
                 ca_bundle=bundle,
+                side_effects=side_effects,
             )
         )
     return found
