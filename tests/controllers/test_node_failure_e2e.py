@@ -101,8 +101,10 @@ async def test_a_failed_node_moves_the_pod_within_its_block() -> None:
 
         moved = await eventually(replaced, what="the gang placed again without the failed node")
         (spare,) = placed_nodes(moved)
-        assert spare.startswith(block) and spare != dead  # the same block: the required topology holds
-        assert condition(moved, "Admitted") is not None and condition(moved, "Evicted") is None
+        assert spare.startswith(block)
+        assert spare != dead
+        assert condition(moved, "Admitted") is not None
+        assert condition(moved, "Evicted") is None
 
         async def runs_on_spare() -> dict[str, str] | None:
             pods = await running_pods(client, "solo")

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import ApiError
 from .kinds import ResourceType
-from .records import Key, StoredEvent, clone
+from .records import Key, StoredEvent
 
 TOKEN_VERSION = "meta.k8s.io/v1"
 
