@@ -50,6 +50,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig of the KWOK cluster (--backend kwok)")
     parser.add_argument(
+        "--controllers",
+        choices=("kueue", "trainyard"),
+        default="kueue",
+        help="--backend kwok: who admits and launches the TrainJobs: Kueue installed on the cluster (default) "
+        "or trainyard's own controllers, run by this command against --kubeconfig (no Kueue needed)",
+    )
+    parser.add_argument(
         "--speedup",
         type=float,
         default=1.0,
@@ -68,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
         from trainyard.cli import simulate_sandbox
 
         return simulate_sandbox.run(args)
+    if args.backend == "kwok" and args.controllers == "trainyard":
+        from trainyard.cli import simulate_sandbox
+
+        return simulate_sandbox.run_kwok(args)
     try:
         if args.mode == "saturation":
             from trainyard.cli import simulate_saturation

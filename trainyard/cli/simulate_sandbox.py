@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainyard.cli.errors import UserError
@@ -160,3 +163,127 @@ def _print(report: dict[str, Any]) -> None:
 
 def _text(value: Any) -> str:
     return "-" if value is None else str(value)
+
+
+# ------------------------------------------------------------------ --backend kwok --controllers trainyard
+
+
+class ControllersThread:
+    """trainyard's controller service against a kubeconfig, on its own event loop in a thread.
+
+    ``simulations.kwok_backend.run_on_kwok`` owns the main thread's loop (it submits the
+    TrainJobs and reads the Workloads); the controllers run beside it as an installed
+    ``trainyard serve controller`` would, with no leader election (do not run this beside an
+    installed trainyard controller: both would admit).
+    """
+
+    def __init__(self, kubeconfig: Path, *, launcher_mode: str = "jobset", fair_sharing: bool = False) -> None:
+        self.kubeconfig = kubeconfig
+        self.launcher_mode = launcher_mode
+        self.fair_sharing = fair_sharing
+        self.error: BaseException | None = None
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._main, name="trainyard-controllers", daemon=True)
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start, and wait until the controllers lead (their informers listed everything once)."""
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"trainyard's controllers did not start within {timeout:g}s")
+        if self.error is not None:
+            raise self.error
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=30.0)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as error:  # handed to the starting thread; this one just ends
+            self.error = error
+        finally:
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        from scheduler.controllers.service import build_controller_service
+        from scheduler.engine import EngineConfig
+        from scheduler.kube import KubeClient, load_api_client
+
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        api_client = await load_api_client(self.kubeconfig)
+        try:
+            service = build_controller_service(
+                KubeClient(api_client),
+                launcher_mode="trainer" if self.launcher_mode == "trainer" else "jobset",
+                leader_elect=False,
+                config=EngineConfig(fair_sharing=self.fair_sharing),
+            )
+            task = asyncio.create_task(service.manager.run(), name="trainyard-controllers")
+            leading = asyncio.create_task(service.manager.leading.wait())
+            await asyncio.wait([task, leading], return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                leading.cancel()
+                task.result()  # it ended before leading: raise what ended it
+            self._ready.set()
+            await self._stop.wait()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        finally:
+            await api_client.close()
+            await asyncio.sleep(0.25)  # TLS connections finish closing before asyncio.run closes the loop
+
+
+def run_kwok_trainyard(
+    built: BuiltScenario, kubeconfig: Path, *, seed: int = 1, timeout: float = 3600.0, speedup: float = 1.0
+) -> dict[str, Any]:
+    """``run_on_kwok`` with trainyard's own controllers admitting and launching, instead of Kueue's."""
+    from simulations.kwok_backend import run_on_kwok
+
+    controllers = ControllersThread(kubeconfig, fair_sharing=built.scenario.fair_sharing)
+    controllers.start()
+    try:
+        summary = run_on_kwok(built, kubeconfig, seed=seed, timeout=timeout, speedup=speedup)
+    finally:
+        controllers.stop()
+    summary["controllers"] = "trainyard"
+    return summary
+
+
+def run_kwok(args: argparse.Namespace) -> int:
+    """`trainyard simulate --backend kwok --controllers trainyard --kubeconfig PATH`."""
+    import yaml
+    from aiohttp import ClientError
+
+    from scheduler.kube.errors import KubeApiError, KubeConfigError
+    from simulations.errors import SimulationInputError
+    from simulations.scenarios import build, resolve_scenario, with_trace
+
+    if args.kubeconfig is None:
+        raise UserError("--backend kwok needs --kubeconfig PATH (the KWOK cluster's kubeconfig)")
+    if args.speedup <= 0:
+        raise UserError(f"--speedup: must be greater than 0, got {args.speedup:g}")
+    if args.compare:
+        raise UserError("--backend kwok runs one scenario; drop --compare")
+    try:
+        scenario = resolve_scenario(args.scenario)
+        if args.trace is not None:
+            scenario = with_trace(scenario, args.trace)
+        built = build(scenario)
+    except SimulationInputError as error:
+        raise UserError(str(error)) from None
+    try:
+        summary = run_kwok_trainyard(built, args.kubeconfig, seed=args.seed, timeout=args.timeout, speedup=args.speedup)
+    except KubeConfigError as error:
+        raise UserError(f"--kubeconfig: {error}") from None
+    except yaml.YAMLError as error:
+        raise UserError(f"--kubeconfig {args.kubeconfig}: not a kubeconfig (YAML): {error}") from None
+    except (ClientError, OSError, KubeApiError) as error:
+        raise UserError(f"--kubeconfig {args.kubeconfig}: cannot reach the KWOK cluster: {error}") from None
+    print(json.dumps(summary, indent=2))
+    return 0
