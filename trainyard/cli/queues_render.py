@@ -140,15 +140,19 @@ def pending_table(
 ) -> tuple[Table, dict[str, str]]:
     """The table, and the reasons it refers to (``R1``...: one line each, under the table:
     a thousand workloads waiting for the same quota share one reason)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    # Widths from the content, two spaces between columns, both positions in one column and the
+    # namespace/name once: a row of kueue-large's names fits 80 columns on one line; only longer
+    # names fold.
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True
+    )
     if show_cluster_queue:
-        table.add_column("ClusterQueue", overflow="fold", ratio=2)
-    table.add_column("#CQ", justify="right", no_wrap=True)
-    table.add_column("#LQ", justify="right", no_wrap=True)
-    table.add_column("Workload", overflow="fold", ratio=3)
-    table.add_column("LocalQueue", overflow="fold", ratio=2)
+        table.add_column("ClusterQueue", overflow="fold")
+    table.add_column("#CQ/LQ", justify="right", no_wrap=True)
+    table.add_column("Workload", overflow="fold")
+    table.add_column("Queue", overflow="fold")
     table.add_column("Pri", justify="right", no_wrap=True)
-    table.add_column("Requests", overflow="fold", ratio=2)
+    table.add_column("Requests", overflow="fold")
     table.add_column("Age", justify="right", no_wrap=True)
     table.add_column("Why", no_wrap=True)
     reasons: dict[str, str] = {}
@@ -157,8 +161,7 @@ def pending_table(
         reason = entry.reason or "-"
         label = reasons.setdefault(reason, f"R{len(reasons) + 1}")
         row = [
-            _position(entry.position_in_cluster_queue),
-            _position(entry.position_in_local_queue),
+            f"{_position(entry.position_in_cluster_queue)}/{_position(entry.position_in_local_queue)}",
             entry.key,
             entry.local_queue or "-",
             str(entry.priority),
