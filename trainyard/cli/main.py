@@ -37,7 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trainyard.cli.tour",
         "TrainJobs through trainyard's controllers on a sandbox API server, watched step by step",
     ),
-    "sandbox": ("trainyard.cli.sandbox", "sandbox up: the whole service on a local sandbox cluster (HTTPS, KWOK nodes)"),
+    "sandbox": (
+        "trainyard.cli.sandbox",
+        "sandbox up: the whole service on a local sandbox cluster (HTTPS, KWOK nodes)",
+    ),
 }
 
 
