@@ -30,7 +30,8 @@ def derive(job: JobDocument) -> Workload:
     spec = job.spec
     errors = validate_jobset_spec(spec)
     if errors:
-        raise JobError([FieldError(f"spec.{e.path}" if e.path else "spec", e.message) for e in errors])
+        # validate_jobset_spec's paths already start at ``spec`` (prefixing again gave spec.spec.).
+        raise JobError(errors)
     pod_sets: list[dict[str, Any]] = []
     replicated_jobs = spec.get("replicatedJobs")
     if not isinstance(replicated_jobs, list) or not replicated_jobs:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scheduler.jobs import JobDocument, derive_workloads, integration_for
 from scheduler.trainjob import workload_name_for_owner
@@ -275,3 +276,30 @@ def test_admit_refuses_a_job_kueue_cannot_build_a_workload_for(tmp_path: Path, m
     assert "Traceback" not in err
     for word in words:
         assert word in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        ("spec: {}", "spec.replicatedJobs: must list at least one replicated job"),
+        (
+            "spec:\n  replicatedJobs:\n  - name: workers\n    dependsOn: [{name: nowhere, status: Complete}]\n"
+            "    template: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}",
+            "spec.replicatedJobs[0].dependsOn[0].name: replicated job 'nowhere' does not exist",
+        ),
+    ],
+    ids=["no-replicated-jobs", "unknown-dependency"],
+)
+def test_admit_names_a_jobset_field_by_its_path_from_the_object(tmp_path: Path, spec: str, path: str) -> None:
+    """JobSet's rules report paths from ``spec`` once (an admit message once said spec.spec.replicatedJobs)."""
+    jobset = (
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\n"
+        "metadata: {name: js, namespace: default, labels: {kueue.x-k8s.io/queue-name: user-queue}}\n" + spec + "\n"
+    )
+    code, _, err = admit(tmp_path, QUEUES, jobset)
+    assert code == 2, err
+    assert 'JobSet "default/js" is invalid' in err
+    assert path in err
+    assert "spec.spec." not in err
+    derived = derive_workloads([JobDocument(yaml.safe_load(jobset))])
+    assert [error.path for _, problem in derived.problems for error in problem.errors] == [path.split(":")[0]]
