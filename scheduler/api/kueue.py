@@ -4,6 +4,10 @@ Field names, enums and defaults follow Kueue's ``apis/kueue/v1beta2`` types. v1b
 (``spec.cohort``, ``spec.admissionChecks``, Workload ``priorityClassName``) are read through
 validation aliases and written back in their v1beta2 form; ``deprecated_fields`` lists them so
 the webhook can warn.
+
+The admission-check objects live in ``kueue_admission_checks``, the warnings in
+``kueue_deprecations`` and the group/version strings in ``kueue_versions``; all are re-exported
+here, so ``from scheduler.api.kueue import X`` names every Kueue model.
 """
 
 from __future__ import annotations
@@ -24,11 +28,26 @@ from runtimes.api.kueue_labels import QUEUE_NAME_LABEL as QUEUE_NAME_LABEL
 from runtimes.k8s.core import PodTemplateSpec, Taint, Toleration
 from runtimes.k8s.meta import Condition, KubeModel, LabelSelector, Resource
 from runtimes.k8s.quantity import Quantity
-
-KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_V1BETA2 = f"{KUEUE_GROUP}/v1beta2"
-KUEUE_V1BETA1 = f"{KUEUE_GROUP}/v1beta1"
-KUEUE_API_VERSIONS = (KUEUE_V1BETA2, KUEUE_V1BETA1, f"{KUEUE_GROUP}/v1alpha1")
+from scheduler.api.kueue_admission_checks import MULTIKUEUE_CONTROLLER as MULTIKUEUE_CONTROLLER
+from scheduler.api.kueue_admission_checks import PROVISIONING_REQUEST_CONTROLLER as PROVISIONING_REQUEST_CONTROLLER
+from scheduler.api.kueue_admission_checks import AdmissionCheck as AdmissionCheck
+from scheduler.api.kueue_admission_checks import (
+    AdmissionCheckParametersReference as AdmissionCheckParametersReference,
+)
+from scheduler.api.kueue_admission_checks import AdmissionCheckSpec as AdmissionCheckSpec
+from scheduler.api.kueue_admission_checks import AdmissionCheckStatus as AdmissionCheckStatus
+from scheduler.api.kueue_admission_checks import MultiKueueCluster as MultiKueueCluster
+from scheduler.api.kueue_admission_checks import MultiKueueClusterSpec as MultiKueueClusterSpec
+from scheduler.api.kueue_admission_checks import MultiKueueConfig as MultiKueueConfig
+from scheduler.api.kueue_admission_checks import MultiKueueConfigSpec as MultiKueueConfigSpec
+from scheduler.api.kueue_admission_checks import ProvisioningRequestConfig as ProvisioningRequestConfig
+from scheduler.api.kueue_admission_checks import ProvisioningRequestConfigSpec as ProvisioningRequestConfigSpec
+from scheduler.api.kueue_deprecations import deprecated_fields as deprecated_fields
+from scheduler.api.kueue_deprecations import no_effect_fields as no_effect_fields
+from scheduler.api.kueue_versions import KUEUE_API_VERSIONS as KUEUE_API_VERSIONS
+from scheduler.api.kueue_versions import KUEUE_GROUP as KUEUE_GROUP
+from scheduler.api.kueue_versions import KUEUE_V1BETA1 as KUEUE_V1BETA1
+from scheduler.api.kueue_versions import KUEUE_V1BETA2 as KUEUE_V1BETA2
 
 DEFAULT_LOCAL_QUEUE_NAME = "default"
 
@@ -306,74 +325,6 @@ class Workload(Resource):
         return self.spec.priority_class_name
 
 
-# ------------------------------------------------------------------ admission checks and their parameters
-
-PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-
-
-class AdmissionCheckParametersReference(KubeModel):
-    api_group: str = ""
-    kind: str = ""
-    name: str = ""
-
-
-class AdmissionCheckSpec(KubeModel):
-    controller_name: str = ""
-    retry_delay_minutes: int | None = None  # v1beta1, deprecated and unused by Kueue
-    parameters: AdmissionCheckParametersReference | None = None
-
-
-class AdmissionCheckStatus(KubeModel):
-    conditions: list[Condition] = Field(default_factory=list)
-
-
-class AdmissionCheck(Resource):
-    """A check a Workload must pass, after its quota is reserved, before it is Admitted."""
-
-    api_version: str = KUEUE_V1BETA2
-    kind: str = "AdmissionCheck"
-    spec: AdmissionCheckSpec = Field(default_factory=AdmissionCheckSpec)
-    status: AdmissionCheckStatus = Field(default_factory=AdmissionCheckStatus)
-
-
-class ProvisioningRequestConfigSpec(KubeModel):
-    provisioning_class_name: str = ""
-    parameters: dict[str, str] = Field(default_factory=dict)
-    managed_resources: list[str] = Field(default_factory=list)
-    retry_strategy: dict[str, Any] | None = None
-    pod_set_updates: dict[str, Any] | None = None
-    pod_set_merge_policy: str | None = None
-
-
-class ProvisioningRequestConfig(Resource):
-    api_version: str = KUEUE_V1BETA2
-    kind: str = "ProvisioningRequestConfig"
-    spec: ProvisioningRequestConfigSpec = Field(default_factory=ProvisioningRequestConfigSpec)
-
-
-class MultiKueueConfigSpec(KubeModel):
-    clusters: list[str] = Field(default_factory=list)
-
-
-class MultiKueueConfig(Resource):
-    api_version: str = KUEUE_V1BETA2
-    kind: str = "MultiKueueConfig"
-    spec: MultiKueueConfigSpec = Field(default_factory=MultiKueueConfigSpec)
-
-
-class MultiKueueClusterSpec(KubeModel):
-    cluster_source: dict[str, Any] | None = None  # v1beta2
-    kube_config: dict[str, Any] | None = None  # v1beta1
-
-
-class MultiKueueCluster(Resource):
-    api_version: str = KUEUE_V1BETA2
-    kind: str = "MultiKueueCluster"
-    spec: MultiKueueClusterSpec = Field(default_factory=MultiKueueClusterSpec)
-    status: AdmissionCheckStatus = Field(default_factory=AdmissionCheckStatus)
-
-
 KUEUE_KINDS: dict[str, type[Resource]] = {
     "ResourceFlavor": ResourceFlavor,
     "ClusterQueue": ClusterQueue,
@@ -387,44 +338,3 @@ KUEUE_KINDS: dict[str, type[Resource]] = {
     "MultiKueueConfig": MultiKueueConfig,
     "MultiKueueCluster": MultiKueueCluster,
 }
-
-
-def no_effect_fields(spec: dict[str, Any]) -> list[str]:
-    """ClusterQueue fields Kueue acts on that trainyard keeps but does not act on, each with why."""
-    found = []
-    scope = spec.get("admissionScope")
-    if isinstance(scope, dict):
-        found.append(
-            f"spec.admissionScope (admissionMode {scope.get('admissionMode', '?')}) has no effect here: trainyard "
-            "orders a queue's workloads by priority and creation time, not by its LocalQueues' recent usage "
-            "(Kueue's admission fair sharing; with no usage history Kueue's order is the same)"
-        )
-    policy = spec.get("concurrentAdmissionPolicy")
-    if isinstance(policy, dict):
-        mode = (policy.get("migration") or {}).get("mode", "?") if isinstance(policy.get("migration"), dict) else "?"
-        found.append(
-            f"spec.concurrentAdmissionPolicy (migration mode {mode}) has no effect here: trainyard admits each "
-            "workload once, on the first flavor that fits, and keeps no variants of it trying the preferred "
-            "flavors (Kueue's alpha ConcurrentAdmission)"
-        )
-    return found
-
-
-def deprecated_fields(document: dict[str, Any]) -> list[str]:
-    """v1beta1 spellings in ``document`` that v1beta2 renamed, and fields that have no effect
-    (:func:`no_effect_fields`), as warnings for a person (the webhook's and the CLI's)."""
-    spec = document.get("spec") or {}
-    kind = document.get("kind")
-    found: list[str] = []
-    if kind == "ClusterQueue" and isinstance(spec, dict):
-        if "cohort" in spec:
-            found.append("spec.cohort is deprecated; use spec.cohortName (kueue.x-k8s.io/v1beta2)")
-        if "admissionChecks" in spec:
-            found.append("spec.admissionChecks is deprecated; use spec.admissionChecksStrategy.admissionChecks")
-    if kind == "ClusterQueue" and isinstance(spec, dict):
-        found += no_effect_fields(spec)
-    if kind == "Workload" and isinstance(spec, dict) and "priorityClassName" in spec:
-        found.append("spec.priorityClassName is deprecated; use spec.priorityClassRef")
-    if document.get("apiVersion") == KUEUE_V1BETA1:
-        found.append(f"{KUEUE_V1BETA1} {kind} is deprecated; use {KUEUE_V1BETA2}")
-    return found
