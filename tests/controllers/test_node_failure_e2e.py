@@ -136,12 +136,19 @@ async def test_a_failed_node_under_a_full_block_evicts_the_gang_and_requeues_it(
         held = placed_nodes(await workload_of(client, "pair"))
         await fail_node(client, held[0])
 
+        # The eviction is read from its Event and the requeue count, which stay: the Evicted
+        # condition itself turns False as soon as the gang is admitted again, which on a busy
+        # machine can happen between two polls.
         async def evicted() -> dict[str, Any] | None:
-            return condition(await workload_of(client, "pair"), "Evicted")
+            for event in (await client.list("Event", TEAM)).items:
+                if event.get("reason") == "Evicted" and event["involvedObject"].get("kind") == "Workload":
+                    return dict(event)
+            return None
 
         eviction = await eventually(evicted, what="the gang evicted")
-        assert eviction["reason"] == "NodeFailures", eviction
         assert held[0] in str(eviction.get("message")), eviction
+        requeued = await workload_of(client, "pair")
+        assert ((requeued or {}).get("status") or {}).get("requeueState", {}).get("count", 0) >= 1, requeued
 
         async def elsewhere() -> list[str] | None:
             current = await workload_of(client, "pair")
