@@ -397,6 +397,36 @@ def test_queues_refuses(
     refused(capsys, ["queues", *argv, "--objects", str(tmp_path / "objects")], *needles)
 
 
+QUEUES_SUBCOMMANDS = [
+    ["list"],
+    ["pending"],
+    ["describe", "default/job"],
+    ["set-quota", "team-a", "--flavor", "default-flavor", "--resource", "cpu", "--nominal", "2"],
+    ["what-if", "quota:team-a:default-flavor:cpu=8"],
+]
+
+
+@pytest.mark.parametrize("argv", QUEUES_SUBCOMMANDS, ids=[a[0] for a in QUEUES_SUBCOMMANDS])
+def test_queues_strict_refuses_a_misspelt_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    misspelt = queues("4").replace('nominalQuota: "4"', 'nominalQuota: "4"\n        borowingLimit: 2')
+    write(tmp_path / "objects", "q.yaml", misspelt)
+    needles = ["q.yaml:18:", 'ClusterQueue "team-a" is invalid', "borowingLimit", "did you mean borrowingLimit?"]
+    err = refused(capsys, ["queues", *argv, "--objects", str(tmp_path / "objects"), "--strict"], *needles)
+    assert "warning" not in err
+
+
+def test_queues_misspelt_field_is_a_warning_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    misspelt = queues("4").replace('nominalQuota: "4"', 'nominalQuota: "4"\n        borowingLimit: 2')
+    path = write(tmp_path / "objects", "q.yaml", misspelt)
+    assert main(["queues", "list", "--objects", str(tmp_path / "objects"), "--output", "json"]) == 0
+    captured = capsys.readouterr()
+    assert f'{path}:18: warning: ClusterQueue "team-a": unknown field "spec.resourceGroups[0]' in captured.err
+    assert "(did you mean borrowingLimit?)" in captured.err
+    assert '"team-a"' in captured.out
+
+
 def test_queues_without_objects_names_the_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     refused(capsys, ["queues", "list", "--objects", str(tmp_path / "missing")], str(tmp_path / "missing"))
 

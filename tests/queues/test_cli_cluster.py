@@ -183,3 +183,27 @@ async def test_a_stale_resource_version_is_refused_with_advice(fake_api: FakeApi
     groups = cq["spec"]["resourceGroups"]
     with pytest.raises(UserError, match="changed since it was read"):
         await asyncio.to_thread(patch_cluster_queue, fake_api.kubeconfig, None, "team-b", stale, groups)
+
+
+async def test_describe_reads_the_cluster(fake_api: FakeApi) -> None:
+    await _load_cluster(fake_api)
+    argv = ("describe", "a-first", "--namespace", "team-a", "--no-estimate")
+    code, out = await _queues(*argv, "--kubeconfig", str(fake_api.kubeconfig), "--output", "json")
+    assert code == 0
+    story = json.loads(out)
+    assert story["clusterQueue"] == "team-a"
+    assert [f["flavor"] for f in story["explanation"]["flavorsTried"]] == ["h100", "a100"]
+    assert story["positionInClusterQueue"] == 0
+    reads = [r for r in fake_api.server.requests if r.method == "GET" and "workloads" in r.path]
+    assert reads
+
+
+async def test_what_if_reads_the_cluster(fake_api: FakeApi) -> None:
+    await _load_cluster(fake_api)
+    argv = ("what-if", "quota:team-a:h100:nvidia.com/gpu=16", "--seed", "3", "--processes", "1")
+    code, out = await _queues(*argv, "--kubeconfig", str(fake_api.kubeconfig), "--output", "json")
+    assert code == 0
+    report = json.loads(out)
+    team_a = report["variants"]["quota:team-a:h100:nvidia.com/gpu=16"]["per_queue"]["team-a"]
+    assert team_a["jobs"]["base"] >= 3  # the three pending workloads read from the cluster
+    assert team_a["wait_p50_s"]["variant"] < team_a["wait_p50_s"]["base"]

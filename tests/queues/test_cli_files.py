@@ -135,3 +135,35 @@ def test_set_quota_refuses_an_invalid_change_with_the_webhook_message(
 def test_no_source_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["queues", "list"]) == 2
     assert "--objects DIR" in capsys.readouterr().err
+
+
+YAML_COMMANDS = [
+    (["list"], "clusterQueues"),
+    (["pending", "team-a"], "items"),
+    (["describe", "team-a/a-first", "--no-estimate"], "positionInClusterQueue"),
+    (["set-quota", "team-a", "--flavor", "h100", "--resource", "nvidia.com/gpu", "--nominal", "16"], "effect"),
+    (["what-if", "quota:team-a:h100:nvidia.com/gpu=16", "--processes", "1", "--window", "0"], "variants"),
+]
+
+
+@pytest.mark.parametrize(("argv", "key"), YAML_COMMANDS, ids=[c[0][0] for c in YAML_COMMANDS])
+def test_every_subcommand_prints_yaml_and_json_alike(
+    objects: Path, capsys: pytest.CaptureFixture[str], argv: list[str], key: str
+) -> None:
+    import yaml
+
+    assert main(["queues", *argv, "--objects", str(objects), "--output", "yaml"]) == 0
+    as_yaml = yaml.safe_load(capsys.readouterr().out)
+    assert main(["queues", *argv, "--objects", str(objects), "--output", "json"]) == 0
+    as_json = json.loads(capsys.readouterr().out)
+    assert key in as_yaml
+    for volatile in ("wall_seconds", "estimatedStart"):
+        as_yaml.pop(volatile, None)
+        as_json.pop(volatile, None)
+    if argv[0] == "pending" or argv[0] == "describe":
+        # ages count from the wall clock of each run
+        for data in (as_yaml, as_json):
+            for item in data.get("items", [data]):
+                item.pop("ageSeconds", None)
+                item.pop("age", None)
+    assert as_yaml == as_json

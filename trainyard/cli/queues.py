@@ -31,6 +31,9 @@ def _source_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
     parser.add_argument("--output", "-o", choices=("table", "json", "yaml"), default="table")
     parser.add_argument("--fair-sharing", action="store_true", help="the engine orders by dominant resource share")
+    parser.add_argument(
+        "--strict", action="store_true", help="unknown fields in --objects files are errors, not warnings"
+    )
 
 
 def _paging(parser: argparse.ArgumentParser) -> None:
@@ -103,19 +106,34 @@ def load_source(args: argparse.Namespace) -> Loaded:
     if (args.objects is None) == (args.kubeconfig is None):
         raise UserError("name where the queues are: --objects DIR (YAML files) or --kubeconfig PATH (a cluster)")
     if args.objects is not None:
-        from runtimes.k8s.documents import DocumentError
-        from scheduler.api.loading import load_kueue_objects
-
-        try:
-            loaded = load_kueue_objects(args.objects)
-        except DocumentError as error:
-            raise UserError(str(error)) from None
-        notes = [f"skipped {s}: not a Kueue object, Node or Namespace" for s in loaded.skipped]
-        return Loaded(loaded.objects, loaded.workloads, loaded.namespaces, notes=notes)
+        return _load_files(args.objects, strict=bool(getattr(args, "strict", False)))
     from trainyard.cli.queues_cluster import read_cluster_sync
 
     cluster = read_cluster_sync(args.kubeconfig, args.context)
     return Loaded(cluster.objects, cluster.workloads, cluster.namespaces, cluster.resource_versions, cluster.notes)
+
+
+def _load_files(paths: list[Path], *, strict: bool) -> Loaded:
+    """The objects in ``paths`` through the one validation path; unknown fields printed as warnings.
+
+    As the API server's field validation: a misspelt field (``borowingLimit``) is a warning naming
+    file, line, object and the nearest known field; ``strict`` makes it an error (exit 2).
+    """
+    import sys
+
+    from runtimes.k8s.documents import DocumentError
+    from scheduler.api.loading import InputError, load_kueue_objects
+
+    try:
+        loaded = load_kueue_objects(paths, strict=strict)
+    except DocumentError as error:
+        for line in error.warnings if isinstance(error, InputError) else []:
+            print(line, file=sys.stderr)
+        raise UserError(str(error)) from None
+    for line in loaded.warnings:
+        print(line, file=sys.stderr)
+    notes = [f"skipped {s}: not a Kueue object, Node or Namespace" for s in loaded.skipped]
+    return Loaded(loaded.objects, loaded.workloads, loaded.namespaces, notes=notes)
 
 
 def evaluate(loaded: Loaded, args: argparse.Namespace) -> QueueState:
