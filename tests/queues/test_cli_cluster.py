@@ -193,7 +193,10 @@ async def test_describe_reads_the_cluster(fake_api: FakeApi) -> None:
     story = json.loads(out)
     assert story["clusterQueue"] == "team-a"
     assert [f["flavor"] for f in story["explanation"]["flavorsTried"]] == ["h100", "a100"]
-    assert story["positionInClusterQueue"] == 0
+    # the API server stamps creationTimestamp itself: the position is the one `pending` gives
+    code, out = await _queues("pending", "team-a", "--kubeconfig", str(fake_api.kubeconfig), "--output", "json")
+    order = [i["name"] for i in json.loads(out)["items"]]
+    assert story["positionInClusterQueue"] == order.index("a-first")
     reads = [r for r in fake_api.server.requests if r.method == "GET" and "workloads" in r.path]
     assert reads
 
