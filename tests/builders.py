@@ -4,16 +4,29 @@ A test reads like the YAML a user writes::
 
     cq = ClusterQueueBuilder("team-a").cohort("research").quota("default", "cpu", 10, borrowing_limit=4).obj()
     wl = WorkloadBuilder("train", "team-a").queue("main").priority(100).pod_set(count=4, cpu="1").obj()
+    node = NodeBuilder("n1").labels(**{"cloud.example.com/block": "b1"}).capacity(cpu="32", nvidia_com_gpu="8").doc()
 
-Every builder produces the real pydantic model through ``model_validate``, so what a test builds
-is exactly what the loader would have read from YAML.
+One builder per object kind (ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology, Workload,
+WorkloadPriorityClass, Node). ``doc()`` is the document as a user writes it (what the webhook, the
+fake API server and the loaders read; ``spec(**fields)`` overrides raw spec fields, so a test can
+build a document the rules must refuse); ``obj()`` is the real pydantic model read from that same
+document through ``model_validate``, exactly what the loader would have read from YAML.
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
-from scheduler.api.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass
+from runtimes.k8s.core import Node
+from scheduler.api.kueue import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    Topology,
+    Workload,
+    WorkloadPriorityClass,
+)
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 EPOCH = "2026-01-01T00:00:00Z"
@@ -24,6 +37,15 @@ def timestamp(seconds: int) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"2026-01-01T{hours:02d}:{minutes:02d}:{secs:02d}Z"
+
+
+def _resource_name(key: str) -> str:
+    """A keyword argument's spelling of a resource name: ``nvidia_com_gpu`` is ``nvidia.com/gpu``."""
+    return key.replace("nvidia_com_", "nvidia.com/")
+
+
+def _envelope(kind: str, metadata: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, **fields}
 
 
 def _quota_entry(
@@ -38,9 +60,16 @@ def _quota_entry(
 
 
 class _QuotaMixin:
-    """One resource group whose flavors and resources are listed in the order quotas are added."""
+    """One resource group whose flavors and resources are listed in the order quotas are added,
+    and raw spec fields (camelCase, as in YAML) that override whatever the other calls set."""
 
     _flavors: dict[str, dict[str, dict[str, Any]]]
+    _overrides: dict[str, Any]
+
+    def spec(self, **fields: Any) -> Self:
+        """Raw spec fields as a user spells them (``queueingStrategy="Random"``), applied last."""
+        self._overrides.update(fields)
+        return self
 
     def quota(
         self,
@@ -74,6 +103,7 @@ class ClusterQueueBuilder(_QuotaMixin):
     def __init__(self, name: str) -> None:
         self.name = name
         self._flavors = {}
+        self._overrides = {}
         self._spec: dict[str, Any] = {"namespaceSelector": {}}
 
     def cohort(self, name: str) -> Self:
@@ -125,31 +155,34 @@ class ClusterQueueBuilder(_QuotaMixin):
         self._spec["stopPolicy"] = policy
         return self
 
+    def doc(self) -> dict[str, Any]:
+        spec = {**self._spec, "resourceGroups": self._resource_groups(), **self._overrides}
+        return _envelope("ClusterQueue", {"name": self.name}, spec=spec)
+
     def obj(self) -> ClusterQueue:
-        spec = {**self._spec, "resourceGroups": self._resource_groups()}
-        return ClusterQueue.model_validate(
-            {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": self.name}, "spec": spec}
-        )
+        return ClusterQueue.model_validate(self.doc())
 
 
 class CohortBuilder(_QuotaMixin):
     def __init__(self, name: str) -> None:
         self.name = name
         self._flavors = {}
+        self._overrides = {}
         self._spec: dict[str, Any] = {}
 
     def parent(self, name: str) -> Self:
         self._spec["parentName"] = name
         return self
 
-    def obj(self) -> Cohort:
+    def doc(self) -> dict[str, Any]:
         spec = dict(self._spec)
         groups = self._resource_groups()
         if groups:
             spec["resourceGroups"] = groups
-        return Cohort.model_validate(
-            {"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": self.name}, "spec": spec}
-        )
+        return _envelope("Cohort", {"name": self.name}, spec={**spec, **self._overrides})
+
+    def obj(self) -> Cohort:
+        return Cohort.model_validate(self.doc())
 
 
 class WorkloadBuilder:
@@ -184,7 +217,7 @@ class WorkloadBuilder:
         **requests: str,
     ) -> Self:
         """A pod set; ``requests`` per pod, with ``nvidia_com_gpu`` spelled for ``nvidia.com/gpu``."""
-        resources = {key.replace("nvidia_com_", "nvidia.com/"): value for key, value in requests.items()}
+        resources = {_resource_name(key): value for key, value in requests.items()}
         pod_spec: dict[str, Any] = {
             "containers": [{"name": "c", "image": "busybox", "resources": {"requests": resources}}]
         }
@@ -207,37 +240,145 @@ class WorkloadBuilder:
         }
         return self
 
-    def obj(self) -> Workload:
-        data: dict[str, Any] = {
-            "apiVersion": API_VERSION,
-            "kind": "Workload",
-            "metadata": dict(self._metadata),
-            "spec": dict(self._spec),
-        }
+    def doc(self) -> dict[str, Any]:
+        data = _envelope("Workload", dict(self._metadata), spec=dict(self._spec))
         if self._status:
             data["status"] = self._status
-        return Workload.model_validate(data)
+        return data
+
+    def obj(self) -> Workload:
+        return Workload.model_validate(self.doc())
+
+
+class ResourceFlavorBuilder:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._spec: dict[str, Any] = {}
+
+    def node_labels(self, **labels: str) -> Self:
+        if labels:
+            self._spec.setdefault("nodeLabels", {}).update(labels)
+        return self
+
+    def taint(self, key: str, effect: str = "NoSchedule", value: str | None = None) -> Self:
+        taint = {"key": key, "effect": effect, **({"value": value} if value is not None else {})}
+        self._spec.setdefault("nodeTaints", []).append(taint)
+        return self
+
+    def topology(self, name: str) -> Self:
+        self._spec["topologyName"] = name
+        return self
+
+    def spec(self, **fields: Any) -> Self:
+        """Raw spec fields as a user spells them (``nodeTaints=[...]``)."""
+        self._spec.update(fields)
+        return self
+
+    def doc(self) -> dict[str, Any]:
+        return _envelope("ResourceFlavor", {"name": self.name}, spec=dict(self._spec))
+
+    def obj(self) -> ResourceFlavor:
+        return ResourceFlavor.model_validate(self.doc())
 
 
 def flavor(name: str, *, node_labels: dict[str, str] | None = None) -> ResourceFlavor:
-    spec: dict[str, Any] = {"nodeLabels": node_labels} if node_labels else {}
-    return ResourceFlavor.model_validate(
-        {"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
-    )
+    return ResourceFlavorBuilder(name).node_labels(**(node_labels or {})).obj()
+
+
+class LocalQueueBuilder:
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._metadata = {"name": name, "namespace": namespace}
+        self._spec: dict[str, Any] = {}
+
+    def cluster_queue(self, name: str) -> Self:
+        self._spec["clusterQueue"] = name
+        return self
+
+    def stop_policy(self, policy: str) -> Self:
+        self._spec["stopPolicy"] = policy
+        return self
+
+    def doc(self) -> dict[str, Any]:
+        return _envelope("LocalQueue", dict(self._metadata), spec=dict(self._spec))
+
+    def obj(self) -> LocalQueue:
+        return LocalQueue.model_validate(self.doc())
 
 
 def local_queue(name: str, namespace: str, cluster_queue: str) -> LocalQueue:
-    return LocalQueue.model_validate(
-        {
-            "apiVersion": API_VERSION,
-            "kind": "LocalQueue",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterQueue": cluster_queue},
-        }
-    )
+    return LocalQueueBuilder(name, namespace).cluster_queue(cluster_queue).obj()
+
+
+class TopologyBuilder:
+    """A Kueue Topology: its levels' node labels, outermost first (block, rack, hostname)."""
+
+    def __init__(self, name: str, *levels: str) -> None:
+        self.name = name
+        self._levels = list(levels)
+
+    def level(self, node_label: str) -> Self:
+        self._levels.append(node_label)
+        return self
+
+    def doc(self) -> dict[str, Any]:
+        return _envelope(
+            "Topology", {"name": self.name}, spec={"levels": [{"nodeLabel": label} for label in self._levels]}
+        )
+
+    def obj(self) -> Topology:
+        return Topology.model_validate(self.doc())
 
 
 def priority_class(name: str, value: int) -> WorkloadPriorityClass:
-    return WorkloadPriorityClass.model_validate(
-        {"apiVersion": API_VERSION, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
-    )
+    return WorkloadPriorityClass.model_validate(_envelope("WorkloadPriorityClass", {"name": name}, value=value))
+
+
+class NodeBuilder:
+    """A core/v1 Node: labels, capacity (also its allocatable), readiness, taints."""
+
+    def __init__(self, name: str) -> None:
+        self._metadata: dict[str, Any] = {"name": name}
+        self._spec: dict[str, Any] = {}
+        self._resources: dict[str, str] = {}
+        self._ready: bool | None = None
+
+    def labels(self, **labels: str) -> Self:
+        """Labels; a key that is no Python name goes in as ``**{"cloud.example.com/block": "b1"}``."""
+        self._metadata.setdefault("labels", {}).update(labels)
+        return self
+
+    def capacity(self, **resources: str) -> Self:
+        """Capacity and allocatable, ``nvidia_com_gpu`` spelled for ``nvidia.com/gpu``."""
+        self._resources.update({_resource_name(key): value for key, value in resources.items()})
+        return self
+
+    def ready(self, ready: bool = True) -> Self:
+        """Give the node a Ready condition (a node with none counts as Ready)."""
+        self._ready = ready
+        return self
+
+    def unschedulable(self) -> Self:
+        self._spec["unschedulable"] = True
+        return self
+
+    def taint(self, key: str, effect: str = "NoSchedule", value: str | None = None) -> Self:
+        taint = {"key": key, "effect": effect, **({"value": value} if value is not None else {})}
+        self._spec.setdefault("taints", []).append(taint)
+        return self
+
+    def doc(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": dict(self._metadata)}
+        if self._spec:
+            data["spec"] = dict(self._spec)
+        status: dict[str, Any] = {}
+        if self._resources:
+            status["allocatable"] = dict(self._resources)
+            status["capacity"] = dict(self._resources)
+        if self._ready is not None:
+            status["conditions"] = [{"type": "Ready", "status": "True" if self._ready else "False"}]
+        if status:
+            data["status"] = status
+        return data
+
+    def obj(self) -> Node:
+        return Node.model_validate(self.doc())

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from builders import ClusterQueueBuilder, LocalQueueBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webhook_support import OBJECTS, review
@@ -35,25 +36,8 @@ SEEDS: list[dict[str, Any]] = [
         "metadata": {"name": "fuzz", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "default"}},
         "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}, "suspend": True},
     },
-    {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": "fuzz"},
-        "spec": {
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": "cpu", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
-                }
-            ]
-        },
-    },
-    {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "LocalQueue",
-        "metadata": {"name": "fuzz", "namespace": "team-a"},
-        "spec": {"clusterQueue": "team-a-cq"},
-    },
+    ClusterQueueBuilder("fuzz").namespace_selector(None).quota("cpu", "cpu", 4).doc(),
+    LocalQueueBuilder("fuzz", "team-a").cluster_queue("team-a-cq").doc(),
     {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "ClusterTrainingRuntime",

@@ -6,58 +6,33 @@ import copy
 from typing import Any
 
 import pytest
+from builders import ClusterQueueBuilder, CohortBuilder, LocalQueueBuilder, ResourceFlavorBuilder, TopologyBuilder
 from webhook_support import Webhook, review
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 
 
 def cluster_queue(**spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "cohortName": "research",
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "nvidia.com/gpu"],
-                "flavors": [
-                    {
-                        "name": "gpu-a100",
-                        "resources": [
-                            {"name": "cpu", "nominalQuota": "32"},
-                            {"name": "nvidia.com/gpu", "nominalQuota": "8", "lendingLimit": "4"},
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
-    base.update(spec)
-    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "team-c-cq"}, "spec": base}
+    """team-c-cq in cohort research, 32 cpu and 8 GPUs (4 lent) on gpu-a100; ``spec`` overrides raw fields."""
+    builder = ClusterQueueBuilder("team-c-cq").cohort("research")
+    builder.quota("gpu-a100", "cpu", 32).quota("gpu-a100", "nvidia.com/gpu", 8, lending_limit=4)
+    return builder.spec(**spec).doc()
 
 
 def flavor(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "spot"}, "spec": spec}
+    return ResourceFlavorBuilder("spot").spec(**spec).doc()
 
 
 def topology(*labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": KUEUE,
-        "kind": "Topology",
-        "metadata": {"name": "dc"},
-        "spec": {"levels": [{"nodeLabel": label} for label in labels]},
-    }
+    return TopologyBuilder("dc", *labels).doc()
 
 
 def cohort(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": "org"}, "spec": spec}
+    return CohortBuilder("org").spec(**spec).doc()
 
 
 def local_queue(cq: str, name: str = "training") -> dict[str, Any]:
-    return {
-        "apiVersion": KUEUE,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": "team-a"},
-        "spec": {"clusterQueue": cq},
-    }
+    return LocalQueueBuilder(name, "team-a").cluster_queue(cq).doc()
 
 
 def priority_class(value: Any, description: str = "batch") -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+from builders import LocalQueueBuilder
 from fakeapi.fixtures import FakeApi, fake_api
 from webhook_support import OBJECTS, apply_patch, review
 
@@ -160,14 +161,7 @@ async def test_webhook_answers_from_the_cluster_and_follows_its_changes(
     assert refused["allowed"] is False
     assert "LocalQueue 'default' does not exist" in refused["status"]["message"]
 
-    fake_api.server.seed(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "default", "namespace": "team-b"},
-            "spec": {"clusterQueue": "team-b-cq"},
-        }
-    )
+    fake_api.server.seed(LocalQueueBuilder("default", "team-b").cluster_queue("team-b-cq").doc())
     assert await until(lambda: webhook.queue_defaulted("team-b"), "the new queue to default") == "default"
 
     # A dropped watch and an expired revision do not lose changes either.

@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from builders import LocalQueueBuilder
 from webhook_support import Webhook, review, start_webhook, stop_webhook
 
 from webhooks.objects import ObjectCache
@@ -23,12 +24,7 @@ from webhooks.tls import (
     server_context,
 )
 
-LQ = {
-    "apiVersion": "kueue.x-k8s.io/v1beta2",
-    "kind": "LocalQueue",
-    "metadata": {"name": "q", "namespace": "team-a"},
-    "spec": {"clusterQueue": "team-a-cq"},
-}
+LQ = LocalQueueBuilder("q", "team-a").cluster_queue("team-a-cq").doc()
 
 
 @pytest.mark.parametrize(
