@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from runtimes.api.trainer import AnyTrainingRuntime
     from scheduler.api.kueue import Workload
     from scheduler.api.loading import KueueObjects
+    from scheduler.engine import AdmissionEngine
     from scheduler.engine.admission_checks import CheckVerdict
+    from trainyard.cli.admit_checks import GivenStates
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -47,36 +49,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def admit(args: argparse.Namespace) -> dict[str, Any]:
-    from runtimes.k8s.documents import DocumentError
-    from scheduler.api.loading import InputError, load_kueue_objects
     from scheduler.engine import AdmissionEngine, EngineConfig
     from scheduler.engine.views import report
-    from trainyard.cli.admit_checks import annotate, check_report, deactivate_rejected, given_states
-    from trainyard.cli.admit_jobs import job_workloads
+    from trainyard.cli.admit_checks import annotate, check_report
 
-    # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
-    strict, runtime_files = bool(getattr(args, "strict", False)), list(getattr(args, "runtime", []))
-    try:
-        loaded = load_kueue_objects(args.paths, strict=strict, trainjob_rules=False)
-        extra_runtimes = load_kueue_objects(runtime_files, strict=strict).runtimes if runtime_files else []
-    except DocumentError as error:
-        for line in error.warnings if isinstance(error, InputError) else []:
-            print(line, file=sys.stderr)
-        raise UserError(str(error)) from None
-    for line in [*loaded.skipped, *loaded.warnings]:
-        print(line if ": warning: " in line else f"note: {line}", file=sys.stderr)
-    given = given_states(loaded.workloads)
-    loaded.workloads += trainjob_workloads(loaded, [*loaded.runtimes, *extra_runtimes], bool(runtime_files))
-    derived, sources = job_workloads(loaded)
-    loaded.workloads += derived
-    if not loaded.workloads and not loaded.objects:
-        read = ", ".join(str(p) for p in args.paths)
-        raise UserError(
-            f"{read}: nothing to admit: no Workload (kueue.x-k8s.io), job (TrainJob, Job, JobSet, Pod, Kubeflow "
-            "job) or queue object found; give the queue objects together with the Workloads or jobs to admit"
-        )
-    if not loaded.workloads:
-        print("note: no Workload or job to admit: showing the queues only", file=sys.stderr)
+    loaded, given, sources = _load_inputs(args)
     engine = AdmissionEngine(
         EngineConfig(fair_sharing=args.fair_sharing, multiple_admissions_per_cycle=not args.one_per_cycle)
     )
@@ -90,8 +67,66 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
 
     for workload in sorted(loaded.workloads, key=admitted_first):
         engine.submit(workload, now=0.0)
-    preempted_by: dict[str, list[dict[str, str]]] = {}
     rejected: dict[str, CheckVerdict] = {}
+    preempted_by, cycles = _settle(engine, given, rejected)
+    summary = report(engine)
+    annotate(summary, engine, given, rejected)
+    summary["admissionChecks"] = check_report(engine)
+    for workload in summary["workloads"]:
+        key = f"{workload['namespace']}/{workload['name']}"
+        victims = preempted_by.get(key)
+        if victims:
+            workload["preempted"] = victims
+        if key in sources:
+            workload["job"] = sources[key]
+    summary["cycles"] = cycles
+    return summary
+
+
+def _load_inputs(args: argparse.Namespace) -> tuple[KueueObjects, GivenStates, dict[str, Any]]:
+    """The checked objects, every TrainJob and job kind turned into its Workload (and their sources),
+    and the admission-check states the given Workloads carried.
+
+    Warnings and notes go to stderr; an input with nothing to admit is an error, not an empty table.
+    """
+    from runtimes.k8s.documents import DocumentError
+    from scheduler.api.loading import InputError, load_kueue_objects
+    from trainyard.cli.admit_checks import given_states
+    from trainyard.cli.admit_jobs import job_workloads
+
+    # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
+    strict, runtime_files = bool(getattr(args, "strict", False)), list(getattr(args, "runtime", []))
+    try:
+        loaded = load_kueue_objects(args.paths, strict=strict, trainjob_rules=False)
+        extra_runtimes = load_kueue_objects(runtime_files, strict=strict).runtimes if runtime_files else []
+    except DocumentError as error:
+        for line in error.warnings if isinstance(error, InputError) else []:
+            print(line, file=sys.stderr)
+        raise UserError(str(error)) from None
+    for line in [*loaded.skipped, *loaded.warnings]:
+        print(line if ": warning: " in line else f"note: {line}", file=sys.stderr)
+    given = given_states(loaded.workloads)  # the Workloads as given, before the jobs' own are added
+    loaded.workloads += trainjob_workloads(loaded, [*loaded.runtimes, *extra_runtimes], bool(runtime_files))
+    derived, sources = job_workloads(loaded)
+    loaded.workloads += derived
+    if not loaded.workloads and not loaded.objects:
+        read = ", ".join(str(p) for p in args.paths)
+        raise UserError(
+            f"{read}: nothing to admit: no Workload (kueue.x-k8s.io), job (TrainJob, Job, JobSet, Pod, Kubeflow "
+            "job) or queue object found; give the queue objects together with the Workloads or jobs to admit"
+        )
+    if not loaded.workloads:
+        print("note: no Workload or job to admit: showing the queues only", file=sys.stderr)
+    return loaded, given, sources
+
+
+def _settle(
+    engine: AdmissionEngine, given: GivenStates, rejected: dict[str, CheckVerdict]
+) -> tuple[dict[str, list[dict[str, str]]], int]:
+    """Admission cycles until nothing changes: who preempted whom, and how many cycles ran."""
+    from trainyard.cli.admit_checks import deactivate_rejected
+
+    preempted_by: dict[str, list[dict[str, str]]] = {}
     cycles = 0
     while True:
         result = engine.schedule(now=float(cycles))
@@ -105,19 +140,7 @@ def admit(args: argparse.Namespace) -> dict[str, Any]:
         # admission check rejected frees its quota: then the others get another try.
         quiet = not result.decisions and not result.rounds
         if quiet and not deactivate_rejected(engine, given, rejected, float(cycles)):
-            break
-    summary = report(engine)
-    annotate(summary, engine, given, rejected)
-    summary["admissionChecks"] = check_report(engine)
-    for workload in summary["workloads"]:
-        key = f"{workload['namespace']}/{workload['name']}"
-        victims = preempted_by.get(key)
-        if victims:
-            workload["preempted"] = victims
-        if key in sources:
-            workload["job"] = sources[key]
-    summary["cycles"] = cycles
-    return summary
+            return preempted_by, cycles
 
 
 def trainjob_workloads(loaded: KueueObjects, runtimes: list[AnyTrainingRuntime], given: bool) -> list[Workload]:
