@@ -37,6 +37,7 @@ from simulations.sandbox.cluster import scenario_objects
 from simulations.sandbox.kwok import KwokStages
 from simulations.sandbox.standins import Standins
 from simulations.scenarios import Scenario
+from trainyard.localcluster_webhook import WEBHOOK_SERVICE, SandboxWebhook, webhook_configurations
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 
@@ -90,6 +91,7 @@ class LocalCluster:
         self._api_client: k8s_client.ApiClient | None = None
         self._replicas: list[RunningControllers] = []
         self._standins: Standins | None = None
+        self._webhook: SandboxWebhook | None = None
 
     @property
     def client(self) -> KubeClient:
@@ -121,6 +123,9 @@ class LocalCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.stop_workers()
+        if self._webhook is not None:  # after the writers that call it through the server
+            await self._webhook.stop()
+            self._webhook = None
         if self._api_client is not None:
             await self._api_client.close()
             self._api_client = None
@@ -160,6 +165,21 @@ class LocalCluster:
         self._replicas.remove(replica)
         return await self.start_controllers(**options)
 
+    async def start_webhook(self) -> SandboxWebhook:
+        """trainyard's admission webhook on loopback, registered with manifests/webhook's configurations.
+
+        From then on the API server calls it on every TrainJob, Workload and Kueue write those
+        configurations name, as a real API server would (HTTPS, caBundle, failurePolicy).
+        """
+        if self._webhook is None:
+            webhook = SandboxWebhook(self.kubeconfig, LOCAL_INFORMERS)
+            await webhook.start()
+            self._webhook = webhook
+            self.server.admission.services[WEBHOOK_SERVICE] = f"127.0.0.1:{webhook.port}"
+            for document in webhook_configurations(webhook.ca_pem):
+                self.server.seed(document)
+        return self._webhook
+
     async def start_standins(
         self, *, run_seconds: float = 1.0, start_seconds: float = 0.0, runner: bool = True
     ) -> Standins:
@@ -175,21 +195,6 @@ class LocalCluster:
 
 
 # ------------------------------------------------------------------------------------ Sandbox
-
-WEBHOOK_SERVICE = ("trainyard-system", "trainyard-webhook", 443)  # as manifests/webhook names it
-
-
-def webhook_configurations(ca_pem: bytes) -> list[dict[str, Any]]:
-    """trainyard's manifests/webhook configurations with ``caBundle`` set to ``ca_pem``."""
-    import base64
-
-    path = MANIFESTS / "webhook" / "webhook-configurations.yaml"
-    documents = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-    bundle = base64.b64encode(ca_pem).decode("ascii")
-    for document in documents:
-        for webhook in document.get("webhooks") or []:
-            webhook["clientConfig"]["caBundle"] = bundle
-    return documents
 
 
 def bundled_runtimes() -> list[dict[str, Any]]:
@@ -301,11 +306,7 @@ class Sandbox:
     async def start(self) -> None:
         await self.cluster.__aenter__()
         if self._parts["webhook"]:
-            self.webhook = SandboxWebhook(self.kubeconfig_path)
-            await self.webhook.start()
-            self.server.admission.services[WEBHOOK_SERVICE] = f"127.0.0.1:{self.webhook.port}"
-            for document in webhook_configurations(self.webhook.ca_pem):
-                self.server.seed(document)
+            self.webhook = await self.cluster.start_webhook()
         if self._parts["standins"]:
             await self.cluster.start_standins(runner=not self._parts["kwok"])
         if self._parts["kwok"]:
@@ -333,9 +334,7 @@ class Sandbox:
         if self.kwok is not None:
             await self.kwok.stop()
             self.kwok = None
-        if self.webhook is not None:
-            await self.webhook.stop()
-            self.webhook = None
+        self.webhook = None  # the cluster stops it
         await self.cluster.__aexit__(None, None, None)
 
 
@@ -343,60 +342,3 @@ def scenario_engine_config(scenario: Scenario) -> EngineConfig:
     """The engine settings the embedded simulator runs ``scenario`` with."""
     wait = WaitForPodsReady(timeout_seconds=scenario.pods_ready_timeout) if scenario.pods_ready_timeout else None
     return EngineConfig(fair_sharing=scenario.fair_sharing, wait_for_pods_ready=wait)
-
-
-class SandboxWebhook:
-    """trainyard's admission webhook (``webhooks.server``) over HTTPS on loopback, fed from a cluster.
-
-    Its certificate names the Service manifests/webhook declares (``trainyard-webhook.
-    trainyard-system.svc``), which is the name the sandbox API server checks when it calls it.
-    """
-
-    def __init__(self, kubeconfig: Path) -> None:
-        self.kubeconfig = kubeconfig
-        self.port = 0
-        self.ca_pem = b""
-        self._server: Any = None
-        self._group: Any = None
-        self._task: asyncio.Task[None] | None = None
-        self._api_client: k8s_client.ApiClient | None = None
-
-    async def start(self, timeout: float = 30.0) -> None:
-        import ssl
-
-        from scheduler.kube import InformerGroup
-        from webhooks.objects import CACHED_KINDS, ObjectCache
-        from webhooks.server import WebhookServer
-        from webhooks.tls import self_signed, service_hosts
-
-        namespace, name, _ = WEBHOOK_SERVICE
-        bundle = self_signed(service_hosts(name, namespace))
-        self.ca_pem = bundle.ca.cert_pem
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        with tempfile.TemporaryDirectory(prefix="trainyard-webhook-") as scratch:
-            files = bundle.write(Path(scratch))
-            context.load_cert_chain(files.cert, files.key)
-        cache = ObjectCache()
-        self._api_client = await load_api_client(self.kubeconfig)
-        self._group = InformerGroup(
-            KubeClient(self._api_client), [*CACHED_KINDS, "Namespace"], cache, settings=LOCAL_INFORMERS
-        )
-        self._task = asyncio.create_task(self._group.run(), name="sandbox-webhook-informers")
-        async with asyncio.timeout(timeout):
-            await self._group.synced.wait()
-        self._server = WebhookServer(cache, context, host="127.0.0.1", port=0, shutdown_timeout=1.0)
-        self.port = await self._server.start()
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            await self._server.stop()
-            self._server = None
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._api_client is not None:
-            await self._api_client.close()
-            self._api_client = None

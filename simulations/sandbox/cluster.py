@@ -97,13 +97,30 @@ def scenario_objects(scenario: Scenario | str | Path | None = None) -> ScenarioO
 
 
 def _with_node_info(node: dict[str, Any]) -> dict[str, Any]:
-    """The node as KWOK's examples write one: ``nodeInfo`` says it is fake (kubectl's VERSION column)."""
+    """The node as KWOK's examples write one: ``nodeInfo`` says it is fake (kubectl's VERSION column).
+
+    Every NodeSystemInfo field is there, empty when KWOK gives none: the real API server always
+    writes them (Go strings without omitempty), and clients such as the official ``kubernetes``
+    package refuse a nodeInfo that lacks one.
+    """
     found = {**node, "status": dict(node.get("status") or {})}
-    found["status"].setdefault(
-        "nodeInfo",
-        {"kubeletVersion": "fake", "kubeProxyVersion": "fake", "operatingSystem": "linux", "architecture": "amd64"},
-    )
+    fake = {"kubeletVersion": "fake", "kubeProxyVersion": "fake", "operatingSystem": "linux", "architecture": "amd64"}
+    found["status"].setdefault("nodeInfo", {**dict.fromkeys(NODE_SYSTEM_INFO_FIELDS, ""), **fake})
     return found
+
+
+NODE_SYSTEM_INFO_FIELDS = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
 
 
 _API_VERSIONS = {

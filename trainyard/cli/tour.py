@@ -1,11 +1,14 @@
-"""`trainyard cluster-demo`: TrainJobs going through trainyard's real controllers, watched as with kubectl.
+"""`trainyard cluster-demo`: TrainJobs going through trainyard's real service, watched as with kubectl.
 
 A ``LocalCluster`` (the sandbox API server on loopback) is seeded with a small GPU cluster
 (``tour_cluster``: four 8-GPU hosts in two blocks, two teams' ClusterQueues in one cohort with
-preemption); trainyard's controller service and the stand-ins for the JobSet and Job
-controllers, the binder and the kubelet run against it over HTTP. The tour then submits
-TrainJobs through the API, as a user would, and prints step by step what the API server says
-happened: Workloads created and admitted with their flavor and topologyAssignment, a job
+preemption); trainyard's admission webhook (registered with manifests/webhook's
+configurations, called by the API server), its controller service and the stand-ins for the
+JobSet and Job controllers, the binder and the kubelet run against it over HTTPS. A data
+scientist first trains with the SDK's Kubernetes backend (``tour_sdk``) and waits for the job to
+complete, then asks for more GPUs than the cluster has and the webhook refuses it. The tour then
+submits TrainJobs through the API, as a user would, and prints step by step what the API server
+says happened: Workloads created and admitted with their flavor and topologyAssignment, a job
 pending with the engine's reason and position, a high-priority job preempting a low-priority
 one, pods ungated onto the placed nodes, JobSets completing, quota released and the waiting
 jobs admitted. Every line is read back from the server; the plan only says what to submit and
@@ -104,6 +107,44 @@ class Tour:
         client = self.cluster.client
         self.console.print(nodes_table((await client.list("Node")).items))
         self.console.print(queues_table((await client.list("ClusterQueue")).items))
+
+    async def sdk_user(self) -> None:
+        from trainyard.cli.tour_render import new_table, placement
+        from trainyard.cli.tour_sdk import SDK_TEAM, in_thread_train_and_wait
+
+        self.step(f"A data scientist on {SDK_TEAM} trains with the SDK's Kubernetes backend and waits for the job")
+        self.console.print(
+            '[dim]>>> client = TrainerClient(KubernetesBackendConfig(kubeconfig, namespace="team-b", '
+            'queue_name="default"))\n'
+            '>>> name = client.train(runtime="torch-distributed", trainer=CustomTrainer(func=fine_tune, '
+            'num_nodes=1, resources_per_node={"cpu": 8, "gpu": 8}))\n'
+            ">>> client.wait_for_job_status(name)[/]"
+        )
+        run = await in_thread_train_and_wait(self.cluster.kubeconfig, self.timeout)
+        workload = await self.wait(
+            lambda: self.watch.workload_of(SDK_TEAM, run.name), f"the Workload of TrainJob {SDK_TEAM}/{run.name}"
+        )
+        admission = (workload.get("status") or {}).get("admission") or {}
+        flavor, nodes = placement(workload)
+        self.console.print(
+            f"TrainJob [bold]{SDK_TEAM}/{run.name}[/] (runtime {run.runtime}) is [green]{run.status}[/]: its Workload "
+            f"{workload['metadata']['name']} was admitted to ClusterQueue {admission.get('clusterQueue', '?')} "
+            f"on flavor {flavor}, placed on {', '.join(nodes) or '-'}"
+        )
+        table = new_table(f"client.get_job({run.name!r}).steps", ("STEP", "POD", "STATUS"))
+        for step in run.steps:
+            table.add_row(*step)
+        self.console.print(table)
+
+    async def never_fits(self) -> None:
+        from trainyard.cli.tour_sdk import NEVER_FITS_NODES, SDK_TEAM, in_thread_train_never_fits
+
+        self.step(
+            f"{SDK_TEAM} asks the SDK for {NEVER_FITS_NODES} hosts × 8 GPUs, more than the cluster has: "
+            "trainyard's webhook refuses it"
+        )
+        message = await in_thread_train_never_fits(self.cluster.kubeconfig)
+        self.console.print(f"[red]refused[/] (ValueError from client.train): {message}", highlight=False)
 
     async def first_gangs(self) -> None:
         from trainyard.cli.tour_render import admitted_line
@@ -281,8 +322,9 @@ async def tour(step_timeout: float, console: Console) -> None:
 
     async with LocalCluster(cluster_objects()) as cluster:
         console.print(
-            f"[dim]sandbox API server at {cluster.kubeconfig} (kubeconfig); starting trainyard's controllers[/]"
+            f"[dim]sandbox API server at {cluster.kubeconfig} (kubeconfig); starting trainyard's webhook and controllers[/]"
         )
+        await cluster.start_webhook()
         replica = await cluster.start_controllers()
         from trainyard.cli.tour_watch import TourTimeout
 
@@ -296,6 +338,8 @@ async def tour(step_timeout: float, console: Console) -> None:
         async with ClusterWatch(cluster.client, LOCAL_INFORMERS, kinds=kinds) as watch:
             story = Tour(cluster, watch, console, step_timeout)
             await story.show_cluster()
+            await story.sdk_user()
+            await story.never_fits()
             await story.first_gangs()
             await story.pending_sweep()
             await story.preemption()
