@@ -9,7 +9,9 @@ with a runtime come from ``runtimes``, and "can ever fit" from the engine.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Any
 
 from scheduler.api.checks import MAX_LISTED_ERRORS as MAX_LISTED_ERRORS
 from scheduler.api.checks import describe_errors as describe_errors
@@ -18,3 +20,28 @@ from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
 
 Handler = Callable[[AdmissionRequest, ObjectCache], Verdict]
+ObjectHandler = Callable[[AdmissionRequest, dict[str, Any], ObjectCache], Verdict]
+
+REVIEWED_OPERATIONS = ("CREATE", "UPDATE")
+
+
+def reviews_objects(what: str | None = None) -> Callable[[ObjectHandler], Handler]:
+    """Make a ``Handler`` of a function that reviews the object a CREATE or UPDATE carries.
+
+    Every handler judges objects being written: DELETE and CONNECT pass untouched, and a request
+    without ``request.object`` is refused, naming ``what`` (for example "a TrainJob"; the request's
+    kind when not given). The wrapped function receives that object.
+    """
+
+    def wrap(review: ObjectHandler) -> Handler:
+        @functools.wraps(review)
+        def handler(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
+            if request.operation not in REVIEWED_OPERATIONS:
+                return Verdict.allow()
+            if request.object is None:
+                return Verdict.invalid(f"{request.operation} of {what or request.kind} carries no request.object")
+            return review(request, request.object, cache)
+
+        return handler
+
+    return wrap

@@ -8,20 +8,19 @@ v1beta1 spellings are accepted with a warning, and so are unknown fields (the AP
 
 from __future__ import annotations
 
+from typing import Any
+
 from runtimes.errors import FieldError
 from scheduler.api.checks import check_object, describe_errors, subject_of
 from scheduler.api.kueue import KUEUE_API_VERSIONS, KUEUE_KINDS
 from scheduler.api.validation import VALIDATED_KINDS
+from webhooks.handlers import reviews_objects
 from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
 
 
-def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
-    if request.operation in ("DELETE", "CONNECT"):
-        return Verdict.allow()
-    document = request.object
-    if document is None:
-        return Verdict.invalid(f"{request.operation} of {request.kind} carries no request.object")
+@reviews_objects()
+def validate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache) -> Verdict:
     kind, api_version = document.get("kind"), document.get("apiVersion")
     if kind not in VALIDATED_KINDS and (api_version in KUEUE_API_VERSIONS or kind not in KUEUE_KINDS):
         subject = subject_of(str(kind or request.kind), request.name, request.namespace)

@@ -7,6 +7,8 @@ ClusterTrainingRuntime is labelled deprecated, and about unknown fields.
 
 from __future__ import annotations
 
+from typing import Any
+
 from runtimes.api.trainer import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     SUPPORT_LABEL,
@@ -14,16 +16,13 @@ from runtimes.api.trainer import (
     TRAINING_RUNTIME_KIND,
 )
 from scheduler.api.checks import check_object, subject_of
+from webhooks.handlers import reviews_objects
 from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
 
 
-def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
-    if request.operation in ("DELETE", "CONNECT"):
-        return Verdict.allow()
-    document = request.object
-    if document is None:
-        return Verdict.invalid(f"{request.operation} of {request.kind} carries no request.object")
+@reviews_objects()
+def validate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache) -> Verdict:
     kind = document.get("kind")
     if kind not in (TRAINING_RUNTIME_KIND, CLUSTER_TRAINING_RUNTIME_KIND) or (
         document.get("apiVersion") != TRAINER_API_VERSION

@@ -34,7 +34,7 @@ from scheduler.api.job_validation import validate_job_labels
 from scheduler.api.kueue import DEFAULT_LOCAL_QUEUE_NAME, QUEUE_NAME_LABEL
 from scheduler.api.validation import errors_from_pydantic
 from webhooks.fit import check_fit
-from webhooks.handlers import describe_errors, subject_of
+from webhooks.handlers import describe_errors, reviews_objects, subject_of
 from webhooks.handlers.trainjob_defaults import default_trainjob, default_trainjob_update
 from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
@@ -52,12 +52,8 @@ def _wrong_kind(request: AdmissionRequest, document: dict[str, Any]) -> Verdict 
     return None
 
 
-def mutate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
-    if request.operation not in ("CREATE", "UPDATE"):
-        return Verdict.allow()
-    document = request.object
-    if document is None:
-        return Verdict.invalid(f"{request.operation} of a TrainJob carries no request.object")
+@reviews_objects("a TrainJob")
+def mutate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache) -> Verdict:
     if (wrong := _wrong_kind(request, document)) is not None:
         return wrong
     if request.operation == "UPDATE":
@@ -95,12 +91,8 @@ def _priority_class_names(cache: ObjectCache) -> frozenset[str]:
     return frozenset(cache.names("WorkloadPriorityClass"))
 
 
-def validate(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
-    if request.operation in ("DELETE", "CONNECT"):
-        return Verdict.allow()
-    document = request.object
-    if document is None:
-        return Verdict.invalid(f"{request.operation} of a TrainJob carries no request.object")
+@reviews_objects("a TrainJob")
+def validate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache) -> Verdict:
     if (wrong := _wrong_kind(request, document)) is not None:
         return wrong
     trainjob, parse_failure, unknown = _read(request, document)
