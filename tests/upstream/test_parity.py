@@ -334,3 +334,61 @@ def test_upstream_file(entry: dict[str, Any], tmp_path: Path) -> None:
         assert code == 0, f"{entry['file']}: figures given for a refused file"
         actual = admit_figures(out) if command == "admit" else figures_of(out, converted)
         check_figures(entry["figures"], actual, entry["file"])
+
+
+def tas_nodes(cpu_per_node: str) -> str:
+    """Two racks of two nodes labelled for Kueue's tas/sample-queues.yaml flavor and Topology,
+    and the LocalQueue ``user-queue`` the jobs/ TAS samples name, on its ClusterQueue."""
+    nodes = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": f"node-r{rack}-n{index}",
+                "labels": {
+                    "cloud.provider.com/node-group": "tas-group",
+                    "cloud.provider.com/topology-block": "b0",
+                    "cloud.provider.com/topology-rack": f"r{rack}",
+                    "kubernetes.io/hostname": f"node-r{rack}-n{index}",
+                },
+            },
+            "status": {
+                "allocatable": {"cpu": cpu_per_node, "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+        for rack in range(2)
+        for index in range(2)
+    ]
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "user-queue", "namespace": "default"},
+        "spec": {"clusterQueue": "tas-cluster-queue"},
+    }
+    return yaml.safe_dump_all([*nodes, queue])
+
+
+@pytest.mark.parametrize(("cpu_per_node", "admitted"), [("3", True), ("1", False)], ids=["rack-fits", "no-rack-fits"])
+def test_kueues_tas_jobset_sample_is_placed_in_one_rack(tmp_path: Path, cpu_per_node: str, admitted: bool) -> None:
+    """jobs/sample-jobset-tas-required.yaml (4 one-cpu pods, required rack) admitted as given, with
+    Kueue's TAS queues: placed within one rack when a rack has room, held otherwise though quota is free."""
+    examples = UPSTREAM / "kueue" / "site" / "static" / "examples"
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(tas_nodes(cpu_per_node), encoding="utf-8")
+    jobset = examples / "jobs" / "sample-jobset-tas-required.yaml"
+    argv = ["admit", str(jobset), str(examples / "tas" / "sample-queues.yaml"), str(nodes), "-o", "json"]
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    (workload,) = json.loads(out)["workloads"]
+    assert workload["job"] == "JobSet default/jobset-tas-required"
+    if not admitted:
+        assert workload["status"] != "Admitted", workload
+        assert "topology" in workload["reason"], workload
+        return
+    assert workload["status"] == "Admitted", workload
+    assert workload["counts"] == {"workers": 4}
+    (pod_set,) = workload["placement"]["tas-flavor"]["podSets"]
+    assert pod_set["level"] == "cloud.provider.com/topology-rack"
+    assert len(pod_set["nodes"]) == 4
+    assert len({node.split("-n")[0] for node in pod_set["nodes"]}) == 1, pod_set["nodes"]
