@@ -3,8 +3,8 @@
 ``never_ran``: jobs the engine never admitted, with the engine's reason: "can never fit"
 (``never_fits_reason``, asked once per job shape and team) or why the job still waits.
 ``unfinished``: jobs admitted at least once that did not finish: still running when the run
-ended (at its horizon, or with stages that never complete), or preempted/evicted and waiting
-again, with the engine's reason. Both are asked after the loop, so they change no decision.
+ended (at its horizon, or with stages that never complete; the time left counts from the
+admission it holds), or preempted/evicted and waiting again, with the engine's reason. Both are asked after the loop, so they change no decision.
 """
 
 from __future__ import annotations
@@ -90,24 +90,24 @@ def never_ran(
 def unfinished(
     metrics: MetricsRecorder,
     jobs: dict[str, JobSpec],
-    running: dict[str, float],
+    running: dict[str, tuple[float, float | None]],
     driver: EngineDriver,
     end: float,
 ) -> list[dict[str, Any]]:
-    """Every job admitted at least once that did not finish, with why (``running``: the jobs
-    still holding their admission, and when it was given)."""
+    """Every job admitted at least once that did not finish, with why. ``running``: the jobs
+    still holding their admission, with when that admission was given and when its pod stages
+    finish the job (None: the stages never complete it). A preempted job starts over when it is
+    admitted again, so its time left counts from its latest admission, not its first."""
     listed: list[dict[str, Any]] = []
     for key, record in metrics.jobs.items():
         if record.admitted is None or record.finished is not None:
             continue
-        job = jobs[key]
         removals = record.preemptions + record.evictions
+        since: float | None = None
+        due: float | None = None
         if key in running:
-            started = record.running if record.running is not None else record.admitted
-            left = job.duration - (end - started)
-            reason = f"running when the run ended at {end:,.0f} s: started at {started:,.0f} s, " + (
-                f"{left:,.0f} s of its {job.duration:,.0f} s left" if left > 0 else "its stages never completed it"
-            )
+            since, due = running[key]
+            reason = _running_reason(jobs[key], end, since, due, removals)
             state = "running"
         else:
             reason = f"removed {removals} time(s) (preempted or evicted), waiting again: {_waiting(driver, key)}"
@@ -119,10 +119,20 @@ def unfinished(
                 "state": state,
                 "amount": record.gpus,
                 "submitted": round(record.submitted, 3),
-                "admitted": round(record.admitted, 3),
+                "admitted": round(record.admitted, 3),  # the first admission
+                "running_since": None if since is None else round(since, 3),  # the admission it holds
+                "due_to_finish": None if due is None else round(due, 3),
                 "preemptions": record.preemptions,
                 "evictions": record.evictions,
                 "reason": reason,
             }
         )
     return listed
+
+
+def _running_reason(job: JobSpec, end: float, since: float, due: float | None, removals: int) -> str:
+    again = f" (started over: preempted or evicted {removals} time(s) before)" if removals else ""
+    head = f"running when the run ended at {end:,.0f} s: admitted at {since:,.0f} s{again}"
+    if due is None:
+        return f"{head}; its pod stages never complete it"
+    return f"{head}, due to finish at {due:,.0f} s ({max(due - end, 0.0):,.0f} s of its {job.duration:,.0f} s left)"

@@ -89,12 +89,24 @@ def _borrowing(result: SimulationResult, axis: Axes) -> None:
     axis.set_ylabel(f"{result.summary['unit']} above nominal quota")
     preemptions = axis.twinx()
     preemptions.plot(hours, [s.preempted for s in result.samples], color="black", linestyle=":", label="preemptions")
-    preemptions.set_ylabel("preemptions so far")
+    preemptions.set_ylabel("preemptions so far (warm-up included)")
     lines, labels = axis.get_legend_handles_labels()
     more_lines, more_labels = preemptions.get_legend_handles_labels()
-    axis.legend(lines + more_lines, labels + more_labels, fontsize="small", loc="upper left")
-    total = result.summary["preemptions"]["total"]
-    axis.set_title(f"{result.scenario}: borrowing and preemptions ({total} measured)", fontsize="medium")
+    # below the axes: inside, it hid the warm-up's borrowing peak
+    axis.legend(
+        lines + more_lines,
+        labels + more_labels,
+        fontsize="small",
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.15),
+        ncol=min(4, len(lines) + 1),
+    )
+    measured = result.summary["preemptions"]["total"]
+    in_all = result.samples[-1].preempted if result.samples else measured
+    counts = f"{measured} preemptions measured" + (f", {in_all} with the warm-up" if in_all != measured else "")
+    axis.set_title(f"{result.scenario}: borrowing and preemptions ({counts})", fontsize="medium")
+    if not queues:
+        axis.text(0.5, 0.5, "no queue borrowed", transform=axis.transAxes, ha="center", va="center")
 
 
 def _queue_length(result: SimulationResult, axis: Axes) -> None:
@@ -103,14 +115,16 @@ def _queue_length(result: SimulationResult, axis: Axes) -> None:
     _warmup(result, axis)
     if len(queues) <= MAX_QUEUES_DRAWN:
         for queue in queues:
-            axis.plot(hours, [s.pending.get(queue, 0) for s in result.samples], label=queue)
+            counts = [s.pending.get(queue, 0) for s in result.samples]
+            # a queue that never waited draws on the zero line, under the others: say so
+            axis.plot(hours, counts, label=queue if any(counts) else f"{queue} (none pending)")
     else:
         axis.plot(hours, [sum(s.pending.values()) for s in result.samples], label="all queues")
     if queues:
         axis.legend(fontsize="small")
     axis.set_xlabel("virtual time (h)")
     axis.set_ylabel("pending workloads")
-    axis.set_title(f"{result.scenario}: queue length over time")
+    axis.set_title(f"{result.scenario}: queue length over time (workloads waiting for admission)", fontsize="medium")
 
 
 def _wait_cdf(result: SimulationResult, axis: Axes) -> None:
@@ -118,24 +132,39 @@ def _wait_cdf(result: SimulationResult, axis: Axes) -> None:
     shown = sorted(wait_times)[:MAX_QUEUES_DRAWN]
     for queue in shown:
         values = sorted(wait_times[queue])
-        if values:
-            axis.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", label=queue)
+        if not values:
+            continue
+        p95 = result.summary["queue_wait_seconds"].get(queue, {}).get("p95")
+        label = f"{queue} ({len(values):,} jobs, " + (
+            "none waited)" if values[-1] == 0 else f"p95 {p95:,.0f} s)" if p95 is not None else "waited)"
+        )
+        axis.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", label=label)
     axis.set_xscale("symlog")
-    axis.set_xlabel("queue wait (s)")
-    axis.set_ylabel("fraction of jobs")
+    axis.set_xlabel("queue wait (s; 0, then log scale)")
+    axis.set_ylabel("fraction of jobs admitted within")
     measured = " (jobs submitted after the warm-up)" if result.summary.get("window") else ""
     axis.set_title(f"{result.scenario}: wait-time CDF per ClusterQueue{measured}", fontsize="medium")
     if shown:
-        axis.legend(fontsize="small")
+        axis.legend(fontsize="small", loc="lower right")
 
 
 def _tiers(result: SimulationResult, axis: Axes) -> None:
-    tiers = result.summary["placement"]["tiers"]
-    gaps = result.summary["placement"]["gap_vs_t_star"]
+    """How many placements landed at each topology level, and how many matched t*."""
+    placement = result.summary["placement"]
+    tiers = placement["tiers"]
+    gaps = placement["gap_vs_t_star"]
     labels = [label.rsplit("/", 1)[-1] for label in tiers]
-    axis.bar(labels, list(tiers.values()), color="tab:blue", label="placements per tier")
-    axis.set_ylabel("gangs")
-    title = "placement tier (lowest level holding the whole gang)"
-    if gaps:
-        title += "; levels above t*: " + ", ".join(f"{k}: {v}" for k, v in gaps.items())
-    axis.set_title(title, fontsize="small")
+    bars = axis.bar(labels, list(tiers.values()), color="tab:blue")
+    axis.bar_label(bars, labels=[f"{count:,}" for count in tiers.values()], fontsize="small")
+    axis.set_ylabel("placements (warm-up included)")
+    axis.set_xlabel("lowest topology level holding every pod of the job (hostname: one node)")
+    total = sum(gaps.values())
+    if total:
+        best = gaps.get("0", 0)
+        worse = ", ".join(f"{v:,} {k} level(s) above" for k, v in gaps.items() if k != "0")
+        subtitle = f"{best:,} of {total:,} at the lowest level that had room when admitted (t*)" + (
+            f"; {worse}" if worse else ""
+        )
+    else:
+        subtitle = "no placements on nodes"
+    axis.set_title(f"{result.scenario}: placement tiers\n{subtitle}", fontsize="medium")

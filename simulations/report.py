@@ -53,14 +53,17 @@ def summary_rows(result: SimulationResult) -> list[tuple[str, str]]:
     notes = data.get("notes") or {}
     if "censored_pods" in notes and jobs["submitted"]:
         total = jobs["submitted"]
+
+        def share(key: str) -> str:
+            return f"{notes.get(key, 0):,} ({notes.get(key, 0) / total:.0%})"
+
+        # gone + censored is every pod; never scheduled pods are Pending at the snapshot (censored)
+        # in openb, or Failed before scheduling: a count across both
         rows.insert(
             0,
             (
-                "trace pods already gone / censored / never scheduled",
-                " / ".join(
-                    f"{notes.get(key, 0):,} ({notes.get(key, 0) / total:.0%})"
-                    for key in ("already_gone_pods", "censored_pods", "never_scheduled_pods")
-                ),
+                "trace pods already gone / censored; never scheduled (of either)",
+                f"{share('already_gone_pods')} / {share('censored_pods')}; {share('never_scheduled_pods')}",
             ),
         )
     if window:

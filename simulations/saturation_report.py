@@ -54,7 +54,9 @@ def write_saturation_plot(report: dict[str, Any], path: Path) -> Path:
     for n, row in enumerate(report["policies"]):
         arrived = [100 * a for a, _ in row["curve"]]
         allocated = [100 * b for _, b in row["curve"]]
-        label = f"{row['policy']} ({row['unallocated_gpus']} GPUs unallocated)"
+        at_refusal = row["first_refusal"]
+        reached = "never refused" if at_refusal is None else f"{at_refusal['allocation_ratio']:.1%} at 1st refusal"
+        label = f"{row['policy']} ({reached}, {row['unallocated_gpus']} GPUs unallocated at end)"
         for axis in (whole, zoom):
             (line,) = axis.plot(arrived, allocated, linestyle=styles[n % len(styles)], linewidth=2, label=label)
             refusal = row["first_refusal"]

@@ -56,6 +56,7 @@ class _Running:
     generation: int
     flavor_nodes: np.ndarray | None = None
     admitted_at: float = 0.0
+    finishes_at: float | None = None  # when its pod stages complete the job; None: they never do
 
 
 class Simulation:
@@ -192,6 +193,7 @@ class Simulation:
         if outcome.ready_after is not None:
             self._push(Event(now + outcome.ready_after, EventKind.GANG_READY, decision.key, generation))
         if outcome.finished_after is not None:
+            self.running[decision.key].finishes_at = now + outcome.finished_after
             self._push(Event(now + outcome.finished_after, EventKind.GANG_COMPLETE, decision.key, generation))
 
     def _remove(self, removed: Removed, now: float, preempted: bool) -> None:
@@ -293,7 +295,11 @@ class Simulation:
         # after the loop: asking the engine changes no decision
         never_ran = list_never_ran(self.metrics, self.jobs, self.driver, self.ledger)
         unfinished = list_unfinished(
-            self.metrics, self.jobs, {key: r.admitted_at for key, r in self.running.items()}, self.driver, now
+            self.metrics,
+            self.jobs,
+            {key: (r.admitted_at, r.finishes_at) for key, r in self.running.items()},
+            self.driver,
+            now,
         )
         return SimulationResult(
             scenario=self.built.scenario.name,

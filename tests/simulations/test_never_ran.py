@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from simulations.report import never_ran_table
@@ -97,3 +100,53 @@ def test_cli_json_and_report_list_the_job(tmp_path: Path, capsys: pytest.Capture
     assert "2 / 1 / 1" in printed  # submitted / finished / never ran
     assert "team-b/job-000000" in printed
     assert "never fits" in printed
+
+
+def test_a_preempted_job_running_at_the_end_counts_its_time_left_from_its_latest_start(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path,
+        "0,team-a,2,8,1000,low\n"  # team-a's whole nominal quota, for 1,000 s
+        "0,team-b,2,8,2000,normal\n"  # team-b's: nothing left to borrow
+        "10,team-a,2,8,100,high\n",  # preempts the low job, which starts over when it ends (~110 s)
+    )
+    result = simulate(path, horizon=500.0)
+    job, other = result.unfinished
+    assert (job["job"], other["job"]) == ("team-a/job-000000", "team-b/job-000001")
+    assert (other["admitted"], other["running_since"], other["preemptions"]) == (0.0, 0.0, 0)
+    assert (job["state"], job["preemptions"]) == ("running", 1)
+    assert job["admitted"] == 0.0
+    assert job["running_since"] > 110.0
+    # due 1,000 s after its second start, not its first (which would have been at 1,000 s + pod start-up)
+    assert job["due_to_finish"] > job["running_since"] + 1000.0
+    assert "started over: preempted or evicted 1 time(s) before" in job["reason"]
+    assert "running when the run ended at 500 s" in job["reason"]
+
+
+# a job that fits the empty cluster: up to 4 pods of up to 8 GPUs (4 nodes of 8), any team, any priority
+FITTING_JOB = st.tuples(
+    st.integers(0, 600),  # submit time
+    st.sampled_from(["team-a", "team-b"]),
+    st.integers(1, 4),  # pods
+    st.integers(0, 8),  # GPUs per pod
+    st.integers(1, 3600),  # duration
+    st.sampled_from(["low", "normal", "high"]),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(FITTING_JOB, min_size=1, max_size=12))
+def test_every_job_that_fits_the_empty_cluster_runs_once_it_drains(
+    jobs: list[tuple[int, str, int, int, int, str]],
+) -> None:
+    """Whatever the contention, preemptions and priorities on the way, a run left to drain
+    admits and finishes every job that fits an empty cluster: nothing is starved for good."""
+    rows = "".join(
+        f"{t},{team},{pods},{gpus},{duration},{priority}\n" for t, team, pods, gpus, duration, priority in jobs
+    )
+    with tempfile.TemporaryDirectory() as directory:
+        result = simulate(scenario_file(Path(directory), rows))
+    assert result.invariants_held
+    assert result.never_ran == []
+    assert result.unfinished == []
+    counts = result.summary["jobs"]
+    assert (counts["submitted"], counts["admitted"], counts["finished"]) == (len(jobs), len(jobs), len(jobs))

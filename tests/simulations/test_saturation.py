@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from simulations.report import render_table
 from simulations.saturation import POLICIES, run_saturation
 from simulations.saturation_report import saturation_table, write_saturation_plot
 from simulations.scenarios import BUILTIN, build, with_trace
@@ -128,6 +130,9 @@ def test_timeline_replay_explains_a_pod_that_only_another_flavor_could_hold(tmp_
     result = Simulation(build(with_trace(BUILTIN["gpu-1k"], root)), 1).run()
     notes = result.notes
     assert (notes["already_gone_pods"], notes["censored_pods"], notes["never_scheduled_pods"]) == (2, 2, 2)
+    console = Console(width=200, record=True)
+    render_table([result], console)
+    assert "2 (50%) / 2 (50%); 2 (50%)" in console.export_text()
     (wide,) = result.never_ran
     assert wide["job"] == "openb/wide"
     assert wide["never_fits"] is True

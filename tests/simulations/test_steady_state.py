@@ -93,6 +93,9 @@ def test_every_unfinished_job_is_listed_with_a_reason(busy: SimulationResult) ->
     running = [job for job in busy.unfinished if job["state"] == "running"]
     assert running
     assert all("running when the run ended at 86,400 s" in job["reason"] for job in running)
+    # a preempted job starts over: its time left counts from the admission it holds
+    assert all(job["due_to_finish"] > DAY for job in running)
+    assert all(job["running_since"] >= job["admitted"] for job in running)
     assert busy.to_dict()["unfinished_jobs"] == busy.unfinished
     assert "unfinished" in str(unfinished_table(busy).title)
 
