@@ -54,14 +54,26 @@ def validate_job_labels(
     return errors
 
 
-def _missing(
-    labels: Mapping[str, str], old_labels: Mapping[str, str] | None, label: str, known: Collection[str] | None
-) -> bool:
-    """Whether the label names something unknown and the name is new (CREATE, or changed on UPDATE):
-    a name that was already there may outlive its object."""
+def _reference_error(
+    labels: Mapping[str, str],
+    old_labels: Mapping[str, str] | None,
+    label: str,
+    known: Collection[str] | None,
+    missing: str,
+) -> FieldError | None:
+    """The label's value must be a valid name and, when ``known`` is given and the name is new
+    (CREATE, or changed on UPDATE), one of ``known``: a name that was already there may outlive its
+    object. ``missing`` words an unknown name, with ``{name}`` in it."""
     value = labels.get(label)
+    if value is None:
+        return None
+    if (problem := dns_subdomain_error(value)) is not None:
+        return FieldError(_label_path(label), problem)
     new = old_labels is None or old_labels.get(label) != value
-    return value is not None and known is not None and value not in known and new
+    if known is not None and value not in known and new:
+        listed = ", ".join(sorted(known)) or "none exist"
+        return FieldError(_label_path(label), f"{missing.format(name=repr(value))} (known: {listed})")
+    return None
 
 
 def _label_value_errors(
@@ -71,21 +83,13 @@ def _label_value_errors(
     local_queues: Collection[str] | None,
 ) -> list[FieldError]:
     """Each label's value: a valid name, naming a queue or priority class that exists; a positive time."""
-    errors: list[FieldError] = []
-    queue = labels.get(QUEUE_NAME_LABEL)
-    if queue is not None and (problem := dns_subdomain_error(queue)) is not None:
-        errors.append(FieldError(_label_path(QUEUE_NAME_LABEL), problem))
-    elif _missing(labels, old_labels, QUEUE_NAME_LABEL, local_queues):
-        known = ", ".join(sorted(local_queues or ())) or "none exist"
-        message = f"LocalQueue {queue!r} does not exist in the job's namespace (known: {known})"
-        errors.append(FieldError(_label_path(QUEUE_NAME_LABEL), message))
-    priority = labels.get(PRIORITY_CLASS_LABEL)
-    if priority is not None and (problem := dns_subdomain_error(priority)) is not None:
-        errors.append(FieldError(_label_path(PRIORITY_CLASS_LABEL), problem))
-    elif _missing(labels, old_labels, PRIORITY_CLASS_LABEL, priority_classes):
-        known = ", ".join(sorted(priority_classes or ())) or "none exist"
-        message = f"WorkloadPriorityClass {priority!r} does not exist (known: {known})"
-        errors.append(FieldError(_label_path(PRIORITY_CLASS_LABEL), message))
+    queue = _reference_error(
+        labels, old_labels, QUEUE_NAME_LABEL, local_queues, "LocalQueue {name} does not exist in the job's namespace"
+    )
+    priority = _reference_error(
+        labels, old_labels, PRIORITY_CLASS_LABEL, priority_classes, "WorkloadPriorityClass {name} does not exist"
+    )
+    errors = [error for error in (queue, priority) if error is not None]
     max_exec = labels.get(MAX_EXEC_TIME_LABEL)
     if max_exec is not None and not (max_exec.isdigit() and int(max_exec) > 0):
         errors.append(
