@@ -140,3 +140,17 @@ def test_timeline_replay_explains_a_pod_that_only_another_flavor_could_hold(tmp_
     assert "gpu-g3" in wide["reason"]
     assert result.summary.get("window", True)
     assert "window" not in result.summary  # a trace replay has no warm-up
+
+
+OPENB = Path(__file__).resolve().parents[3] / "shared" / "traces" / "alibaba-openb-2023"
+
+
+def test_on_the_openb_trace_packing_allocates_more_than_random_before_the_first_refusal() -> None:
+    """The published ordering (FGD, ATC'23) on the real trace: random placement strands GPUs early."""
+    report = run_saturation(OPENB, ["trainyard", "first-fit", "random"], seed=1)
+    rows = {row["policy"]: row for row in report["policies"]}
+    assert (report["pods"], report["gpus"]) == (8152, 6212)
+    random = rows["random"]["allocation_ratio_at_first_refusal"]
+    for policy in ("trainyard", "first-fit"):
+        assert rows[policy]["allocation_ratio_at_first_refusal"] > random + 0.3, policy
+        assert rows[policy]["unallocated_gpus"] < rows["random"]["unallocated_gpus"], policy
