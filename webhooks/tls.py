@@ -11,24 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime
-import ipaddress
 import logging
 import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+# Certificates are made by the one builder every TLS server shares; re-exported for callers here.
+from runtimes.k8s.certificates import Certificate as Certificate
+from runtimes.k8s.certificates import CertificateError
+from runtimes.k8s.certificates import generate_ca as generate_ca
+from runtimes.k8s.certificates import issue_client_certificate as issue_client_certificate
+from runtimes.k8s.certificates import issue_serving_certificate as issue_serving_certificate
 
 log = logging.getLogger(__name__)
 
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
 CA_FILE = "ca.crt"
+WEBHOOK_CA_NAME = "trainyard-webhook-ca"
 
 
 class TLSError(ValueError):
@@ -50,12 +51,6 @@ class CertificateFiles:
     @property
     def ca(self) -> Path:
         return self.directory / CA_FILE
-
-
-@dataclass(frozen=True)
-class Certificate:
-    cert_pem: bytes
-    key_pem: bytes
 
 
 @dataclass(frozen=True)
@@ -82,105 +77,6 @@ class SelfSignedBundle:
         return files
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def generate_ca(
-    common_name: str = "trainyard-webhook-ca", days: int = 3650
-) -> tuple[Certificate, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name))
-        .issuer_name(_name(common_name))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return Certificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)), key
-
-
-def issue_serving_certificate(
-    ca: Certificate, ca_key: ec.EllipticCurvePrivateKey, hosts: list[str], days: int = 365
-) -> Certificate:
-    """A serving certificate for ``hosts`` (DNS names and IP addresses) signed by ``ca``."""
-    if not hosts:
-        raise TLSError("a serving certificate needs at least one host name or address")
-    ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(hosts[0]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return Certificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
-
-
-def issue_client_certificate(
-    ca: Certificate, ca_key: ec.EllipticCurvePrivateKey, common_name: str, days: int = 365
-) -> Certificate:
-    """A client certificate for ``common_name`` signed by ``ca`` (a front proxy's, a test caller's)."""
-    ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return Certificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
-
-
 def service_hosts(service: str, namespace: str) -> list[str]:
     """The names the API server uses to reach a webhook Service, plus loopback for local use."""
     return [
@@ -195,8 +91,11 @@ def service_hosts(service: str, namespace: str) -> list[str]:
 
 
 def self_signed(hosts: list[str]) -> SelfSignedBundle:
-    ca, ca_key = generate_ca()
-    return SelfSignedBundle(ca, issue_serving_certificate(ca, ca_key, hosts))
+    ca, ca_key = generate_ca(WEBHOOK_CA_NAME)
+    try:
+        return SelfSignedBundle(ca, issue_serving_certificate(ca, ca_key, hosts))
+    except CertificateError as error:
+        raise TLSError(str(error)) from None
 
 
 def server_context(files: CertificateFiles) -> ssl.SSLContext:
