@@ -8,7 +8,7 @@ Unconstrained pod sets skip all that and pack best-fit onto the fullest nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -124,13 +124,19 @@ class Distributor:
         domain: int,
         need: int,
         levels: PodSetLevels,
-        out: list[tuple[int, int]],
+        out: Picked,
     ) -> None:
         """Spread ``need`` units of ``domain`` over its fewest, tightest children, down to nodes;
-        appends (node, pods) pairs to ``out``."""
+        records the (node, pods) picks in ``out``."""
         last = self.index.depth - 1
         if level == last:
-            out.append((domain, need * levels.unit(level)))
+            out.pairs.append((domain, need * levels.unit(level)))
+            return
+        if levels.slice_level is None and need == int(counts.caps[level][domain]):
+            # The gang takes all of this domain: every child holds exactly its capacity, so every
+            # node with room gives all its slots (what the tightest-fit descent would pick, one
+            # child at a time); big gangs fill whole zones and spines this way.
+            out.ranges.append((int(self.index.starts[level][domain]), int(self.index.ends[level][domain])))
             return
         child = level + 1
         lo = int(self.index.child_lo[level][domain])
@@ -140,10 +146,31 @@ class Distributor:
         picks = fewest_tightest(caps, child_need)
         if child == last:
             unit = levels.unit(child)
-            out.extend((lo + offset, amount * unit) for offset, amount in picks)
+            out.pairs.extend((lo + offset, amount * unit) for offset, amount in picks)
             return
         for offset, amount in picks:
             self.distribute(counts, child, lo + offset, amount, levels, out)
+
+
+@dataclass
+class Picked:
+    """Where ``Distributor.distribute`` put a pod set's pods: (node, pods) pairs, and node ranges
+    ``[start, end)`` of domains taken whole (each node there holds ``slots[node]`` pods)."""
+
+    slots: IntArray
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    def expand(self) -> IntArray:
+        """One node per rank, ranks in topology (node index) order."""
+        if not self.ranges:
+            return expand(self.pairs)
+        whole = np.concatenate([np.arange(start, end, dtype=np.int64) for start, end in self.ranges])
+        whole = whole[self.slots[whole] > 0]
+        nodes = np.concatenate([np.array([p[0] for p in self.pairs], dtype=np.int64), whole])
+        repeats = np.concatenate([np.array([p[1] for p in self.pairs], dtype=np.int64), self.slots[whole]])
+        order = np.argsort(nodes, kind="stable")  # nodes are distinct: domains do not overlap
+        return np.repeat(nodes[order], repeats[order])
 
 
 def pack_best_fit(slots: IntArray, ps: PodSetRequest) -> IntArray | None:

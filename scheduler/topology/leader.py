@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.topology.capacity import CapacityState, PodShape, ShapeCounts
-from scheduler.topology.distribution import Distributor, PodSetLevels, expand
+from scheduler.topology.distribution import Distributor, Picked, PodSetLevels
 from scheduler.topology.graph import IntArray
 from scheduler.topology.model import GangRequest, PlacementFailure, PodSetRequest
 from scheduler.topology.search import tightest_domain
@@ -86,8 +86,9 @@ def place_leader_with_workers(
     delta = leader_use[:, :1]
     state.apply(at, delta)
     try:
-        picked: list[tuple[int, int]] = []
+        picked = Picked(worker_counts.slots)
         distributor.distribute(worker_counts, level, domain, need, levels, picked)
+        worker_nodes = picked.expand()  # reads the slots, which hold the leader's pod until the finally
     finally:
         state.apply(at, -delta)
-    return at, expand(picked)
+    return at, worker_nodes

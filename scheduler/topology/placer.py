@@ -21,7 +21,7 @@ from runtimes.k8s.core import Node
 from scheduler.api.kueue import ResourceFlavor, Topology
 from scheduler.topology.capacity import CapacityState, PodShape, ShapeCounts
 from scheduler.topology.describe import PlacementDescriber
-from scheduler.topology.distribution import Distributor, PodSetLevels, expand, pack_best_fit, resolve_levels
+from scheduler.topology.distribution import Distributor, Picked, PodSetLevels, pack_best_fit, resolve_levels
 from scheduler.topology.failures import replace_failed_node
 from scheduler.topology.graph import (
     IntArray,
@@ -183,9 +183,9 @@ class TopologyPlacer:
         else:
             return self._no_room(ps, levels, counts)
         domain = distributor.choose_domain(counts, level, caps, need, levels)
-        picked: list[tuple[int, int]] = []
+        picked = Picked(counts.slots)
         distributor.distribute(counts, level, domain, need, levels, picked)
-        return [_Found(ps, expand(picked))]
+        return [_Found(ps, picked.expand())]
 
     def _no_room(self, ps: PodSetRequest, levels: PodSetLevels, counts: ShapeCounts) -> PlacementFailure:
         what = f"{ps.count} pods × {ps.describe_pod()}"
