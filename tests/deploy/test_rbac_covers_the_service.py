@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.controllers.constants import RUNTIME_PATCH_MANAGER
 from scheduler.controllers.launcher import LauncherMode
 from simulations.sandbox.apiserver.routes import parse_target
 from trainyard.benchmarks.controller import queue_objects, trainjob
@@ -91,8 +92,13 @@ async def test_every_request_the_controllers_make_is_granted(launcher_mode: Laun
         def launched() -> set[str]:
             if launcher_mode == "jobset":
                 return {j["metadata"]["name"] for j in server.store.items(jobset_type, namespace)}
+            # Launched by trainyard: resumed with its runtime patch. "first" starts unsuspended, so
+            # "not suspended" alone would count it before the controllers have seen it.
             return {
-                j["metadata"]["name"] for j in server.store.items(trainjob_type, namespace) if not j["spec"]["suspend"]
+                j["metadata"]["name"]
+                for j in server.store.items(trainjob_type, namespace)
+                if not j["spec"]["suspend"]
+                and any(p.get("manager") == RUNTIME_PATCH_MANAGER for p in j["spec"].get("runtimePatches") or ())
             }
 
         await until(lambda: len(launched()) == 1, "one TrainJob launched (the quota holds one job)")
