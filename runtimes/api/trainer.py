@@ -2,7 +2,7 @@
 
 Shaped after the latest Kubeflow Trainer release (``runtimePatches``, ``numProcPerNode`` an
 integer, ``activeDeadlineSeconds``, ``status.trainerStatus``) while still reading what v2.0/v2.1
-clusters hold: ``podTemplateOverrides``, ``spec.labels``/``spec.annotations`` and
+clusters hold: ``podTemplateOverrides`` (v2.1), ``podSpecOverrides`` (v2.0), ``spec.labels``/``spec.annotations`` and
 ``numProcPerNode: auto|cpu|gpu``. Validation of values lives in ``runtimes.validation``; the
 models accept whatever is well-typed so that a bad value gets a message naming its field.
 """
@@ -181,12 +181,27 @@ class PodTemplateOverride(KubeModel):
     spec: PodTemplateOverrideSpec | None = None
 
 
+class PodSpecOverride(KubeModel):
+    """podSpecOverrides (Trainer v2.0), podTemplateOverrides' predecessor: the pod spec fields
+    written inline next to ``targetJobs``. serviceAccountName, nodeSelector, affinity,
+    tolerations, volumes and schedulingGates are kept as extras and merged as written."""
+
+    target_jobs: list[TargetJob] = Field(default_factory=list)
+    containers: list[ContainerOverride] | None = None
+    init_containers: list[ContainerOverride] | None = None
+
+    def pod_spec(self) -> dict[str, Any]:
+        """The override's pod spec fields (everything but ``targetJobs``)."""
+        return {key: value for key, value in self.to_dict().items() if key != "targetJobs"}
+
+
 class TrainJobSpec(KubeModel):
     runtime_ref: RuntimeRef = Field(default_factory=RuntimeRef)
     initializer: Initializer | None = None
     trainer: Trainer | None = None
     runtime_patches: list[RuntimePatch] | None = None
     pod_template_overrides: list[PodTemplateOverride] | None = None  # v2.1
+    pod_spec_overrides: list[PodSpecOverride] | None = None  # v2.0
     labels: dict[str, str] | None = None  # v2.0/v2.1: propagated to the JobSet
     annotations: dict[str, str] | None = None  # v2.0/v2.1
     suspend: bool | None = None

@@ -1,8 +1,9 @@
 """Build the :class:`RuntimeInfo` one render starts from (Trainer's ``newRuntimeInfo``).
 
-The runtime's JobSet template is copied, the TrainJob's ``podTemplateOverrides`` (v2.1) and
-``runtimePatches`` (HEAD) are merged over it in list order, every replicated job becomes a pod
-set, and ``trainer.resourcesPerNode`` is merged into the ``node`` container of the node pods.
+The runtime's JobSet template is copied, the TrainJob's ``podSpecOverrides`` (v2.0),
+``podTemplateOverrides`` (v2.1) and ``runtimePatches`` (HEAD) are merged over it in list order,
+every replicated job becomes a pod set, and ``trainer.resourcesPerNode`` is merged into the
+``node`` container of the node pods.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def merged_template(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> dict[str
     template.setdefault("metadata", {})
     template.setdefault("spec", {})
     existing = {job.get("name") for job in template["spec"].get("replicatedJobs") or []}
+    for spec_override in trainjob.spec.pod_spec_overrides or []:
+        # v2.0's podSpecOverrides: the same merge as v2.1's podTemplateOverrides, on the pod spec only.
+        targets = [target.name for target in spec_override.target_jobs if target.name in existing]
+        patch = pod_template_override_as_patch({"spec": spec_override.pod_spec()}, targets)
+        template = strategic_merge(template, patch)
     for override in trainjob.spec.pod_template_overrides or []:
         # Overrides naming a job the runtime lacks are a validation error; never invent a job.
         targets = [target.name for target in override.target_jobs if target.name in existing]

@@ -86,6 +86,14 @@ def validate_patches(info: RuntimeInfo, trainjob: TrainJob) -> list[FieldError]:
                     info, job.name, pod_spec, f"{job_path}.name", f"{job_path}.template.spec.template.spec"
                 )
             )
+    for index, spec_override in enumerate(trainjob.spec.pod_spec_overrides or []):
+        path = f"spec.podSpecOverrides[{index}]"
+        for target_index, target in enumerate(spec_override.target_jobs):
+            errors.extend(
+                _check_job_and_containers(
+                    info, target.name, spec_override.pod_spec(), f"{path}.targetJobs[{target_index}].name", path
+                )
+            )
     for index, override in enumerate(trainjob.spec.pod_template_overrides or []):
         path = f"spec.podTemplateOverrides[{index}]"
         pod_spec = override.spec.to_dict() if override.spec else {}

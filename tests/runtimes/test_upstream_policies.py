@@ -208,3 +208,59 @@ def test_elastic_torch_starts_min_nodes_with_the_node_range() -> None:
     assert env_of(rendered)["PET_NNODES"] == "2:4"
     both = runtime("elastic", {"numNodes": 2, "torch": {"elasticPolicy": {"minNodes": 2, "maxNodes": 4}}})
     assert [p.path for p in validate_runtime(both)] == ["spec.mlPolicy.numNodes"]
+
+
+OVERRIDE_FIELDS: dict[str, Any] = {
+    "nodeSelector": {"accelerator": "a100"},
+    "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "volumes": [{"name": "data", "emptyDir": {}}],
+    "containers": [{"name": "node", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "override"),
+    [
+        ("podSpecOverrides", {"targetJobs": [{"name": "node"}], **OVERRIDE_FIELDS}),
+        ("podTemplateOverrides", {"targetJobs": [{"name": "node"}], "spec": OVERRIDE_FIELDS}),
+    ],
+    ids=["v2.0-podSpecOverrides", "v2.1-podTemplateOverrides"],
+)
+def test_pod_overrides_of_older_trainer_versions_reach_the_targeted_pods(field: str, override: dict[str, Any]) -> None:
+    """v2.0's podSpecOverrides (pod spec fields inline) render as v2.1's podTemplateOverrides do,
+    never silently dropped."""
+    job = trainjob("torch", {"numNodes": 2}).to_dict()
+    job["spec"][field] = [override]
+    rendered = render_trainjob(TrainJob.model_validate(job), runtime("torch", {"numNodes": 1, "torch": {}}))
+    pod_spec = job_of(rendered)["template"]["spec"]["template"]["spec"]
+    assert pod_spec["nodeSelector"] == {"accelerator": "a100"}
+    assert pod_spec["tolerations"] == OVERRIDE_FIELDS["tolerations"]
+    assert pod_spec["volumes"] == [{"name": "data", "emptyDir": {}}]
+    (node,) = pod_spec["containers"]
+    assert node["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
+    assert env_of(rendered)["PET_NNODES"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            {"targetJobs": [{"name": "workers"}]},
+            r"podSpecOverrides\[0\]\.targetJobs\[0\]\.name: replicated job 'workers'",
+        ),
+        (
+            {"targetJobs": [{"name": "node"}], "containers": [{"name": "sidecar"}]},
+            r"podSpecOverrides\[0\]\.containers\[0\]\.name: container 'sidecar' does not exist",
+        ),
+        (
+            {"targetJobs": [{"name": "node"}], "containers": [{"name": "node", "env": [{"name": "A", "value": "1"}]}]},
+            r"podSpecOverrides\[0\]\.containers\[0\]\.env: must not set env of the 'node' container",
+        ),
+    ],
+    ids=["unknown-job", "unknown-container", "trainer-env"],
+)
+def test_pod_spec_overrides_name_jobs_and_containers_of_the_runtime(override: dict[str, Any], message: str) -> None:
+    job = trainjob("torch").to_dict()
+    job["spec"]["podSpecOverrides"] = [override]
+    with pytest.raises(RenderError, match=message):
+        render_trainjob(TrainJob.model_validate(job), runtime("torch", {"numNodes": 1, "torch": {}}))
