@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from runtimes.errors import FieldError as FieldError
 from runtimes.k8s.meta import Resource
 from scheduler.api.admission_check_rules import ADMISSION_CHECK_VALIDATORS
 from scheduler.api.field_rules import INT32_MAX, INT32_MIN, validate_taint, validate_toleration
 from scheduler.api.field_rules import errors_from_pydantic as errors_from_pydantic
 from scheduler.api.kueue import (
-    KUEUE_API_VERSIONS,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -35,7 +32,6 @@ from scheduler.api.quota_validation import validate_cluster_queue, validate_coho
 __all__ = [
     "FieldError",
     "errors_from_pydantic",
-    "parse_kueue_object",
     "validate_cluster_queue",
     "validate_cohort",
     "validate_kueue_object",
@@ -50,26 +46,6 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 MAX_FLAVOR_LIST_ITEMS = 8  # ResourceFlavor nodeLabels, nodeTaints, tolerations
 MAX_TOPOLOGY_LEVELS = 16
 MAX_POD_SETS = 18  # Workload spec.podSets maxItems (shared/reference/kueue.md)
-
-
-def parse_kueue_object(document: dict[str, Any]) -> tuple[Resource | None, list[FieldError]]:
-    """Parse one Kueue object of a kind the webhook validates; errors name the field."""
-    from scheduler.api.kueue import KUEUE_KINDS
-
-    api_version, kind = document.get("apiVersion"), document.get("kind")
-    if api_version not in KUEUE_API_VERSIONS:
-        return None, [
-            FieldError("apiVersion", f"{api_version!r} is not a Kueue API version; use {KUEUE_API_VERSIONS[0]}")
-        ]
-    model = KUEUE_KINDS.get(kind) if isinstance(kind, str) else None
-    if model is None or kind not in VALIDATED_KINDS:
-        return None, [
-            FieldError("kind", f"{kind!r} is not validated here; expected one of {', '.join(VALIDATED_KINDS)}")
-        ]
-    try:
-        return model.model_validate(document), []
-    except ValidationError as error:
-        return None, errors_from_pydantic(error)
 
 
 def validate_resource_flavor(flavor: ResourceFlavor, old: ResourceFlavor | None = None) -> list[FieldError]:
