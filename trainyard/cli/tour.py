@@ -112,7 +112,7 @@ class Tour:
         from trainyard.cli.tour_render import new_table, placement
         from trainyard.cli.tour_sdk import SDK_TEAM, in_thread_train_and_wait
 
-        self.step(f"A data scientist on {SDK_TEAM} trains with the SDK's Kubernetes backend and waits for the job")
+        self.step(f"{SDK_TEAM} trains with the SDK's Kubernetes backend and waits for Complete")
         self.console.print(
             '[dim]>>> client = TrainerClient(KubernetesBackendConfig(kubeconfig, namespace="team-b", '
             'queue_name="default"))\n'
@@ -139,10 +139,7 @@ class Tour:
     async def never_fits(self) -> None:
         from trainyard.cli.tour_sdk import NEVER_FITS_NODES, SDK_TEAM, in_thread_train_never_fits
 
-        self.step(
-            f"{SDK_TEAM} asks the SDK for {NEVER_FITS_NODES} hosts × 8 GPUs, more than the cluster has: "
-            "trainyard's webhook refuses it"
-        )
+        self.step(f"{SDK_TEAM} asks the SDK for {NEVER_FITS_NODES} × 8 GPUs (the cluster has 32): the webhook refuses")
         message = await in_thread_train_never_fits(self.cluster.kubeconfig)
         self.console.print(f"[red]refused[/] (ValueError from client.train): {message}", highlight=False)
 
