@@ -168,32 +168,12 @@ class MetricsRecorder:
                 waits[record.cluster_queue].append(record.admitted - record.submitted)
             if record.finished is not None:
                 completion.append(record.finished - record.submitted)
-        total_usage = sum(self._usage_area.values()) or 1.0
-        total_nominal = sum(self.nominal.values()) or 1
-        fair_share = {}
-        for q in queues:
-            share = self._usage_area.get(q, 0.0) / total_usage
-            entitled = self.nominal.get(q, 0) / total_nominal
-            fair_share[q] = {
-                "share_of_use": round(share, 4),
-                "nominal_share": round(entitled, 4),
-                "ratio": round(share / entitled, 4) if entitled else None,
-            }
         fragmented = [f / free for t, f, free in self._fragmented_samples if free > 0 and t >= self.warmup]
         gaps = sum(self.tier_gaps.values())
         finished = sum(1 for r in self.jobs.values() if r.finished is not None)
         admitted = sum(1 for r in self.jobs.values() if r.admitted is not None)
-        window = {}
-        if self.warmup:
-            window["window"] = {
-                "warmup_seconds": self.warmup,
-                "measured_seconds": round(horizon, 3),
-                "jobs_submitted_in_warmup": sum(1 for r in self.jobs.values() if r.submitted < self.warmup),
-                "note": "the warm-up is left out of allocation, borrowing, fair share, fragmentation, "
-                "preemption and eviction counts, and its jobs out of the wait and completion figures",
-            }
         return {
-            **window,
+            **self._window(horizon),
             "unit": self.unit,
             "capacity": self.capacity,
             "virtual_seconds": round(self.end_time, 3),
@@ -219,10 +199,38 @@ class MetricsRecorder:
             "preemptions": {"total": sum(self.preemption_reasons.values()), **dict(self.preemption_reasons)},
             "evictions": {"total": sum(self.eviction_reasons.values()), **dict(self.eviction_reasons)},
             "borrowing_mean": {q: round(self._borrowed_area.get(q, 0.0) / horizon, 3) for q in queues},
-            "fair_share": fair_share,
+            "fair_share": self._fair_share(queues),
             "placement": {
                 "tiers": dict(sorted(self.tiers.items())),
                 "gap_vs_t_star": {str(k): v for k, v in sorted(self.tier_gaps.items())},
                 "optimal_fraction": round(self.tier_gaps.get(0, 0) / gaps, 4) if gaps else None,
             },
         }
+
+    def _window(self, measured: float) -> dict[str, Any]:
+        if not self.warmup:
+            return {}
+        return {
+            "window": {
+                "warmup_seconds": self.warmup,
+                "measured_seconds": round(measured, 3),
+                "jobs_submitted_in_warmup": sum(1 for r in self.jobs.values() if r.submitted < self.warmup),
+                "note": "the warm-up is left out of allocation, borrowing, fair share, fragmentation, "
+                "preemption and eviction counts, and its jobs out of the wait and completion figures",
+            }
+        }
+
+    def _fair_share(self, queues: list[str]) -> dict[str, dict[str, float | None]]:
+        """Each queue's share of the GPU-seconds used against its share of the nominal quota."""
+        total_usage = sum(self._usage_area.values()) or 1.0
+        total_nominal = sum(self.nominal.values()) or 1
+        fair_share: dict[str, dict[str, float | None]] = {}
+        for q in queues:
+            share = self._usage_area.get(q, 0.0) / total_usage
+            entitled = self.nominal.get(q, 0) / total_nominal
+            fair_share[q] = {
+                "share_of_use": round(share, 4),
+                "nominal_share": round(entitled, 4),
+                "ratio": round(share / entitled, 4) if entitled else None,
+            }
+        return fair_share

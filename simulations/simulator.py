@@ -247,46 +247,57 @@ class Simulation:
             dirty = False
             sample = False
             for event in batch:
-                kind = event.kind
-                if kind in FOREGROUND:
+                if event.kind in FOREGROUND:
                     self.foreground -= 1
-                if kind is EventKind.ARRIVAL:
-                    job = self._arriving
-                    assert job is not None
-                    self._arrive(job, now)
-                    self._next_arrival(stream)
-                    dirty = True
-                elif kind is EventKind.GANG_READY:
-                    if self.generation.get(event.subject) == event.generation and event.subject in self.running:
-                        self.driver.pods_ready(event.subject, now)
-                        self.metrics.running(event.subject, now)
-                elif kind is EventKind.GANG_COMPLETE:
-                    if self.generation.get(event.subject) == event.generation and event.subject in self.running:
-                        self._complete(event.subject, now)
-                        dirty = True
-                elif kind is EventKind.ENGINE_TIMER:
-                    self._timer_at = None
-                    dirty = True
-                elif kind is EventKind.NODE_FAILURE:
-                    self.failures.fail(event.subject, now, self._node_lost)
-                    dirty = True
-                elif kind is EventKind.NODE_REPAIR:
-                    self.failures.repair(event.subject)
-                    dirty = True
-                elif kind is EventKind.SAMPLE:
+                if event.kind is EventKind.SAMPLE:
                     sample = True
+                else:
+                    dirty = self._handle(event, now, stream) or dirty
             if dirty:
                 self._cycle(now)
             if sample:
-                self.metrics.sample(now, fragmented_gpus(self.ledger, self.pending_shapes))
-                if len(self.metrics.samples) >= MAX_SAMPLES:
-                    self.metrics.samples = self.metrics.samples[::2]
-                    self._sample_every *= 2
-                if self.foreground > 0:
-                    self._push(Event(now + self._sample_every, EventKind.SAMPLE, ""))
+                self._sample(now)
             if self.progress is not None and (now - last_progress > 0 or not self.foreground):
                 self.progress(self.gone, self.built.job_count, now)
                 last_progress = now
+        return self._finish(now, wall)
+
+    def _handle(self, event: Event, now: float, stream: Iterator[JobSpec]) -> bool:
+        """Plays one event out; True when it can change what fits (an admission cycle is due)."""
+        kind = event.kind
+        if kind is EventKind.ARRIVAL:
+            job = self._arriving
+            assert job is not None
+            self._arrive(job, now)
+            self._next_arrival(stream)
+            return True
+        current = self.generation.get(event.subject) == event.generation and event.subject in self.running
+        if kind is EventKind.GANG_READY:
+            if current:
+                self.driver.pods_ready(event.subject, now)
+                self.metrics.running(event.subject, now)
+            return False
+        if kind is EventKind.GANG_COMPLETE:
+            if current:
+                self._complete(event.subject, now)
+            return current
+        if kind is EventKind.ENGINE_TIMER:
+            self._timer_at = None
+        elif kind is EventKind.NODE_FAILURE:
+            self.failures.fail(event.subject, now, self._node_lost)
+        elif kind is EventKind.NODE_REPAIR:
+            self.failures.repair(event.subject)
+        return True
+
+    def _sample(self, now: float) -> None:
+        self.metrics.sample(now, fragmented_gpus(self.ledger, self.pending_shapes))
+        if len(self.metrics.samples) >= MAX_SAMPLES:
+            self.metrics.samples = self.metrics.samples[::2]
+            self._sample_every *= 2
+        if self.foreground > 0:
+            self._push(Event(now + self._sample_every, EventKind.SAMPLE, ""))
+
+    def _finish(self, now: float, wall: float) -> SimulationResult:
         self.metrics.end_time = now
         self.metrics.sample(now, fragmented_gpus(self.ledger, self.pending_shapes))
         self.checker.finish()
@@ -294,13 +305,8 @@ class Simulation:
             self.progress(self.gone, self.built.job_count, now)
         # after the loop: asking the engine changes no decision
         never_ran = list_never_ran(self.metrics, self.jobs, self.driver, self.ledger)
-        unfinished = list_unfinished(
-            self.metrics,
-            self.jobs,
-            {key: (r.admitted_at, r.finishes_at) for key, r in self.running.items()},
-            self.driver,
-            now,
-        )
+        holding = {key: (r.admitted_at, r.finishes_at) for key, r in self.running.items()}
+        unfinished = list_unfinished(self.metrics, self.jobs, holding, self.driver, now)
         return SimulationResult(
             scenario=self.built.scenario.name,
             seed=self.seed,

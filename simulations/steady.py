@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from simulations.events import RandomStreams
-from simulations.workloads import JobSpec, SyntheticWorkload, make_job
+from simulations.workloads import DurationModel, JobSpec, SizeMix, SyntheticWorkload, make_job
 
 DAY = 86_400.0
 
@@ -103,17 +103,7 @@ def generate_steady_jobs(
             continue
         teams = team_rng.choice(len(workload.teams), size=size, p=weights)
         high = priority_rng.random(size) < workload.high_priority_fraction
-        # every team's mix drawn for every job, then each job takes its team's draw: the
-        # streams advance the same way whatever the team of each job
-        gpus = np.zeros(size, dtype=np.int64)
-        seconds = np.zeros(size, dtype=float)
-        for index, (sizes, durations) in enumerate(mixes):
-            probabilities = np.array(sizes.probabilities, dtype=float)
-            drawn_gpus = size_rng.choice(np.array(sizes.gpus), size=size, p=probabilities / probabilities.sum())
-            drawn_seconds = durations.sample(duration_rng, size)
-            mine = teams == index
-            gpus[mine] = drawn_gpus[mine]
-            seconds[mine] = drawn_seconds[mine]
+        gpus, seconds = _draw_sizes(mixes, teams, size_rng, duration_rng)
         for i in range(size):
             yield make_job(
                 workload,
@@ -127,3 +117,25 @@ def generate_steady_jobs(
                 topology_levels,
             )
         produced += size
+
+
+def _draw_sizes(
+    mixes: list[tuple[SizeMix, DurationModel]],
+    teams: np.ndarray,
+    size_rng: np.random.Generator,
+    duration_rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """GPUs and seconds of each job from its team's mix. Every team's mix is drawn for every
+    job, then each job takes its team's draw: the streams advance the same way whatever the
+    team of each job."""
+    size = len(teams)
+    gpus = np.zeros(size, dtype=np.int64)
+    seconds = np.zeros(size, dtype=float)
+    for index, (sizes, durations) in enumerate(mixes):
+        probabilities = np.array(sizes.probabilities, dtype=float)
+        drawn_gpus = size_rng.choice(np.array(sizes.gpus), size=size, p=probabilities / probabilities.sum())
+        drawn_seconds = durations.sample(duration_rng, size)
+        mine = teams == index
+        gpus[mine] = drawn_gpus[mine]
+        seconds[mine] = drawn_seconds[mine]
+    return gpus, seconds

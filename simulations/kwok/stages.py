@@ -203,70 +203,13 @@ def parse_stage(document: SourceDocument) -> Stage:
         raise document.error(
             ("spec", "steps"), "the v0.8 `steps` form is not supported; write the stage with `next` (KWOK v0.7)"
         )
-
     selector = spec.get("selector")
-    expressions: list[MatchExpression] = []
-    match_labels: dict[str, str] = {}
-    match_annotations: dict[str, str] = {}
-    if selector is not None:
-        _expect(document, ("spec", "selector"), selector, dict, "a mapping")
-        match_labels = {str(k): str(v) for k, v in (selector.get("matchLabels") or {}).items()}
-        match_annotations = {str(k): str(v) for k, v in (selector.get("matchAnnotations") or {}).items()}
-        for index, item in enumerate(selector.get("matchExpressions") or []):
-            path: tuple[str | int, ...] = ("spec", "selector", "matchExpressions", index)
-            _expect(document, path, item, dict, "a mapping with key/operator/values")
-            key = item.get("key")
-            if not isinstance(key, str):
-                raise document.error((*path, "key"), "must be a jq expression string")
-            try:
-                compile_query(key)
-            except QueryError as error:
-                raise document.error((*path, "key"), str(error)) from None
-            operator = item.get("operator")
-            if operator not in OPERATORS:
-                raise document.error((*path, "operator"), f"must be one of {', '.join(OPERATORS)}, got {operator!r}")
-            values = tuple(str(v) for v in item.get("values") or [])
-            if operator in ("In", "NotIn") and not values:
-                raise document.error((*path, "values"), f"operator {operator} needs at least one value")
-            if operator in ("Exists", "DoesNotExist") and values:
-                raise document.error((*path, "values"), f"operator {operator} takes no values")
-            expressions.append(MatchExpression(key, operator, values))
-
+    match_labels, match_annotations, expressions = _selector(document, selector)
     delay = spec.get("delay")
-    duration_ms = jitter_ms = None
-    duration_from = jitter_from = None
-    if delay is not None:
-        _expect(document, ("spec", "delay"), delay, dict, "a mapping")
-        if "durationMilliseconds" in delay:
-            duration_ms = _expect(
-                document,
-                ("spec", "delay", "durationMilliseconds"),
-                delay["durationMilliseconds"],
-                int,
-                "an integer number of milliseconds",
-            )
-        else:
-            duration_ms = 0  # KWOK's delayDuration starts at zero when only durationFrom is given
-        if "jitterDurationMilliseconds" in delay:
-            jitter_ms = _expect(
-                document,
-                ("spec", "delay", "jitterDurationMilliseconds"),
-                delay["jitterDurationMilliseconds"],
-                int,
-                "an integer number of milliseconds",
-            )
-        duration_from = _expression_from(document, ("spec", "delay", "durationFrom"), delay.get("durationFrom"))
-        jitter_from = _expression_from(
-            document, ("spec", "delay", "jitterDurationFrom"), delay.get("jitterDurationFrom")
-        )
-        for field_name, value in (("durationMilliseconds", duration_ms), ("jitterDurationMilliseconds", jitter_ms)):
-            if value is not None and value < 0:
-                raise document.error(("spec", "delay", field_name), f"must not be negative, got {value}")
-
+    duration_ms, jitter_ms, duration_from, jitter_from = _delay(document, delay)
     weight = spec.get("weight", 0)
     _expect(document, ("spec", "weight"), weight, int, "an integer")
     weight_from = _expression_from(document, ("spec", "weightFrom"), spec.get("weightFrom"))
-
     next_spec = spec.get("next") or {}
     _expect(document, ("spec", "next"), next_spec, dict, "a mapping")
     template = next_spec.get("statusTemplate") or ""
@@ -281,7 +224,7 @@ def parse_stage(document: SourceDocument) -> Stage:
         selector_present=selector is not None,
         match_labels=match_labels,
         match_annotations=match_annotations,
-        match_expressions=tuple(expressions),
+        match_expressions=expressions,
         weight=weight,
         weight_from=weight_from,
         has_delay=delay is not None,
@@ -293,6 +236,60 @@ def parse_stage(document: SourceDocument) -> Stage:
         immediate_next_stage=bool(spec.get("immediateNextStage", False)),
         source=f"{document.file}:{document.line_of(())}",
     )
+
+
+def _selector(
+    document: SourceDocument, selector: Any
+) -> tuple[dict[str, str], dict[str, str], tuple[MatchExpression, ...]]:
+    """spec.selector: matchLabels, matchAnnotations and matchExpressions (jq keys compiled now)."""
+    if selector is None:
+        return {}, {}, ()
+    _expect(document, ("spec", "selector"), selector, dict, "a mapping")
+    match_labels = {str(k): str(v) for k, v in (selector.get("matchLabels") or {}).items()}
+    match_annotations = {str(k): str(v) for k, v in (selector.get("matchAnnotations") or {}).items()}
+    expressions: list[MatchExpression] = []
+    for index, item in enumerate(selector.get("matchExpressions") or []):
+        path: tuple[str | int, ...] = ("spec", "selector", "matchExpressions", index)
+        _expect(document, path, item, dict, "a mapping with key/operator/values")
+        key = item.get("key")
+        if not isinstance(key, str):
+            raise document.error((*path, "key"), "must be a jq expression string")
+        try:
+            compile_query(key)
+        except QueryError as error:
+            raise document.error((*path, "key"), str(error)) from None
+        operator = item.get("operator")
+        if operator not in OPERATORS:
+            raise document.error((*path, "operator"), f"must be one of {', '.join(OPERATORS)}, got {operator!r}")
+        values = tuple(str(v) for v in item.get("values") or [])
+        if operator in ("In", "NotIn") and not values:
+            raise document.error((*path, "values"), f"operator {operator} needs at least one value")
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise document.error((*path, "values"), f"operator {operator} takes no values")
+        expressions.append(MatchExpression(key, operator, values))
+    return match_labels, match_annotations, tuple(expressions)
+
+
+def _delay(document: SourceDocument, delay: Any) -> tuple[int | None, int | None, str | None, str | None]:
+    """spec.delay: (duration ms, jitter ms, durationFrom, jitterDurationFrom); all None without one."""
+    if delay is None:
+        return None, None, None, None
+    _expect(document, ("spec", "delay"), delay, dict, "a mapping")
+    milliseconds = "an integer number of milliseconds"
+    duration_ms: int | None = 0  # KWOK's delayDuration starts at zero when only durationFrom is given
+    jitter_ms: int | None = None
+    if "durationMilliseconds" in delay:
+        path = ("spec", "delay", "durationMilliseconds")
+        duration_ms = _expect(document, path, delay["durationMilliseconds"], int, milliseconds)
+    if "jitterDurationMilliseconds" in delay:
+        path = ("spec", "delay", "jitterDurationMilliseconds")
+        jitter_ms = _expect(document, path, delay["jitterDurationMilliseconds"], int, milliseconds)
+    duration_from = _expression_from(document, ("spec", "delay", "durationFrom"), delay.get("durationFrom"))
+    jitter_from = _expression_from(document, ("spec", "delay", "jitterDurationFrom"), delay.get("jitterDurationFrom"))
+    for field_name, value in (("durationMilliseconds", duration_ms), ("jitterDurationMilliseconds", jitter_ms)):
+        if value is not None and value < 0:
+            raise document.error(("spec", "delay", field_name), f"must not be negative, got {value}")
+    return duration_ms, jitter_ms, duration_from, jitter_from
 
 
 def load_stages(paths: Iterable[str | Path]) -> list[Stage]:

@@ -142,6 +142,45 @@ def _build_openb(scenario: Scenario) -> BuiltScenario:
     )
 
 
+def _kueue_perf_queue(name: str, cohort: str, perf: KueuePerfSpec) -> ClusterQueue:
+    """One ClusterQueue of Kueue's performance test: CPU only, borrowing in its cohort."""
+    cpu = {"name": "cpu", "nominalQuota": str(perf.nominal_cpu), "borrowingLimit": str(perf.borrowing_limit_cpu)}
+    return ClusterQueue.model_validate(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "cohortName": cohort,
+                "namespaceSelector": {},
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [cpu]}]}],
+                "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            },
+        }
+    )
+
+
+def _kueue_perf_jobs(perf: KueuePerfSpec, queues: list[str]) -> list[JobSpec]:
+    """Kueue's runner creates each class's workloads at a fixed interval in every CQ."""
+    entries: list[JobSpec] = []
+    for queue in queues:
+        for cls, count, cpu, runtime, _priority, interval in perf.classes:
+            for i in range(count):
+                entries.append(
+                    JobSpec(
+                        name=f"{cls}-{i}",
+                        team=queue,
+                        submit_time=i * interval,
+                        nodes=1,
+                        gpus_per_node=0,
+                        duration=runtime,
+                        priority_class=cls,
+                        cpu_milli=cpu * 1000,
+                        memory_mib=0,
+                    )
+                )
+    entries.sort(key=lambda job: job.submit_time)
+    return entries
+
+
 def _build_kueue_perf(scenario: Scenario, perf: KueuePerfSpec) -> BuiltScenario:
     objects: list[Resource] = [ResourceFlavor.model_validate({"metadata": {"name": "default"}})]
     queues: list[str] = []
@@ -151,35 +190,7 @@ def _build_kueue_perf(scenario: Scenario, perf: KueuePerfSpec) -> BuiltScenario:
         for q in range(perf.queues_per_cohort):
             name = f"{cohort}-cq-{q}"
             queues.append(name)
-            objects.append(
-                ClusterQueue.model_validate(
-                    {
-                        "metadata": {"name": name},
-                        "spec": {
-                            "cohortName": cohort,
-                            "namespaceSelector": {},
-                            "resourceGroups": [
-                                {
-                                    "coveredResources": ["cpu"],
-                                    "flavors": [
-                                        {
-                                            "name": "default",
-                                            "resources": [
-                                                {
-                                                    "name": "cpu",
-                                                    "nominalQuota": str(perf.nominal_cpu),
-                                                    "borrowingLimit": str(perf.borrowing_limit_cpu),
-                                                }
-                                            ],
-                                        }
-                                    ],
-                                }
-                            ],
-                            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-                        },
-                    }
-                )
-            )
+            objects.append(_kueue_perf_queue(name, cohort, perf))
             objects.append(
                 LocalQueue.model_validate(
                     {"metadata": {"name": LOCAL_QUEUE_NAME, "namespace": name}, "spec": {"clusterQueue": name}}
@@ -191,26 +202,7 @@ def _build_kueue_perf(scenario: Scenario, perf: KueuePerfSpec) -> BuiltScenario:
 
     def jobs(streams: RandomStreams) -> Iterator[JobSpec]:
         del streams  # the Kueue generator is deterministic
-        # Kueue's runner creates each class's workloads at a fixed interval in every CQ.
-        entries: list[JobSpec] = []
-        for queue in queues:
-            for cls, count, cpu, runtime, _priority, interval in perf.classes:
-                for i in range(count):
-                    entries.append(
-                        JobSpec(
-                            name=f"{cls}-{i}",
-                            team=queue,
-                            submit_time=i * interval,
-                            nodes=1,
-                            gpus_per_node=0,
-                            duration=runtime,
-                            priority_class=cls,
-                            cpu_milli=cpu * 1000,
-                            memory_mib=0,
-                        )
-                    )
-        entries.sort(key=lambda job: job.submit_time)
-        return iter(entries)
+        return iter(_kueue_perf_jobs(perf, queues))
 
     nominal = dict.fromkeys(queues, perf.nominal_cpu)
     return BuiltScenario(

@@ -91,12 +91,33 @@ class _RowReader:
         return value
 
 
+POD_COLUMNS = (
+    "name",
+    "cpu_milli",
+    "memory_mib",
+    "num_gpu",
+    "gpu_milli",
+    "gpu_spec",
+    "qos",
+    "pod_phase",
+    "creation_time",
+    "deletion_time",
+    "scheduled_time",
+)
+
+
 def read_openb(directory: str | Path, limit: int | None = None) -> OpenbTrace:
     """Nodes and jobs of the trace in ``directory``; ``limit`` keeps only the first pods."""
     root = Path(directory)
     if not root.is_dir():
         raise SimulationInputError(str(root), None, "", f"not a directory holding {NODES_FILE} and {PODS_FILE}")
-    node_path, pod_path = root / NODES_FILE, root / PODS_FILE
+    documents, capacity = _read_nodes(root / NODES_FILE)
+    jobs, notes = _read_pods(root / PODS_FILE, set(capacity), limit)
+    return OpenbTrace(nodes_from_documents(documents), documents, jobs, capacity, notes)
+
+
+def _read_nodes(node_path: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Node documents, and per GPU model the cores, GiB and GPUs of its nodes."""
     documents: list[dict[str, Any]] = []
     capacity: dict[str, dict[str, int]] = {}
     for line, row in _rows(node_path, ("sn", "cpu_milli", "memory_mib", "gpu", "model")):
@@ -116,72 +137,60 @@ def read_openb(directory: str | Path, limit: int | None = None) -> OpenbTrace:
         totals[GPU_RESOURCE] += gpus
     if not documents:
         raise SimulationInputError(str(node_path), 2, "", "no nodes in the trace")
-    models = set(capacity)
+    return documents, capacity
 
+
+def _read_pods(pod_path: Path, models: set[str], limit: int | None) -> tuple[list[JobSpec], dict[str, int]]:
+    """One single-pod job per row, sorted by creation time, and what the trace holds (``notes``)."""
     jobs: list[JobSpec] = []
     notes = {"fractional_gpu_pods": 0, "never_scheduled_pods": 0, "censored_pods": 0, "already_gone_pods": 0}
-    columns = (
-        "name",
-        "cpu_milli",
-        "memory_mib",
-        "num_gpu",
-        "gpu_milli",
-        "gpu_spec",
-        "qos",
-        "pod_phase",
-        "creation_time",
-        "deletion_time",
-        "scheduled_time",
-    )
-    for line, row in _rows(pod_path, columns):
+    for line, row in _rows(pod_path, POD_COLUMNS):
         if limit is not None and len(jobs) >= limit:
             break
-        read = _RowReader(pod_path, line, row)
-        created = read.required("creation_time")
-        deleted = read.required("deletion_time")
-        scheduled = read.optional("scheduled_time")
-        gpus = read.required("num_gpu")
-        gpu_milli = read.optional("gpu_milli") or 0
-        cpu, memory = read.required("cpu_milli"), read.required("memory_mib")
-        start = scheduled if scheduled is not None else created
-        if deleted < start:
-            raise SimulationInputError(
-                str(pod_path), line, "deletion_time", f"{deleted} is before the pod started ({start})"
-            )
-        if gpus > 8:
-            raise SimulationInputError(str(pod_path), line, "num_gpu", f"{gpus} GPUs; openb pods ask for 0 to 8")
-        if gpus == 1 and 0 < gpu_milli < 1000:
-            notes["fractional_gpu_pods"] += 1
-        if scheduled is None:
-            notes["never_scheduled_pods"] += 1
-        if row.get("pod_phase") in ("Running", "Pending"):
-            notes["censored_pods"] += 1
-        elif row.get("pod_phase") in ("Succeeded", "Failed"):
-            notes["already_gone_pods"] += 1
-        spec = tuple(m for m in (row.get("gpu_spec") or "").split("|") if m)
-        unknown = [m for m in spec if m not in models]
-        if unknown:
-            raise SimulationInputError(str(pod_path), line, "gpu_spec", f"GPU model {unknown[0]!r} is on no node")
-        qos = (row.get("qos") or "").strip()
-        if qos not in QOS_PRIORITY:
-            raise SimulationInputError(
-                str(pod_path), line, "qos", f"{qos!r}; expected one of {', '.join(QOS_PRIORITY)}"
-            )
-        jobs.append(
-            JobSpec(
-                name=(row.get("name") or f"openb-pod-{len(jobs)}").strip(),
-                team=OPENB_TEAM,
-                submit_time=float(created),
-                nodes=1,
-                gpus_per_node=gpus,
-                duration=float(max(1, deleted - start)),
-                priority_class=QOS_PRIORITY[qos],
-                cpu_milli=cpu,
-                memory_mib=memory,
-                topology_mode="required",
-                topology_level=HOSTNAME_LABEL,
-                gpu_models=spec,
-            )
-        )
+        jobs.append(_pod_job(_RowReader(pod_path, line, row), models, notes, len(jobs)))
     jobs.sort(key=lambda job: job.submit_time)
-    return OpenbTrace(nodes_from_documents(documents), documents, jobs, capacity, notes)
+    return jobs, notes
+
+
+def _pod_job(read: _RowReader, models: set[str], notes: dict[str, int], index: int) -> JobSpec:
+    row, line, where = read.row, read.line, str(read.path)
+    created = read.required("creation_time")
+    deleted = read.required("deletion_time")
+    scheduled = read.optional("scheduled_time")
+    gpus = read.required("num_gpu")
+    gpu_milli = read.optional("gpu_milli") or 0
+    cpu, memory = read.required("cpu_milli"), read.required("memory_mib")
+    start = scheduled if scheduled is not None else created
+    if deleted < start:
+        raise SimulationInputError(where, line, "deletion_time", f"{deleted} is before the pod started ({start})")
+    if gpus > 8:
+        raise SimulationInputError(where, line, "num_gpu", f"{gpus} GPUs; openb pods ask for 0 to 8")
+    if gpus == 1 and 0 < gpu_milli < 1000:
+        notes["fractional_gpu_pods"] += 1
+    if scheduled is None:
+        notes["never_scheduled_pods"] += 1
+    if row.get("pod_phase") in ("Running", "Pending"):
+        notes["censored_pods"] += 1
+    elif row.get("pod_phase") in ("Succeeded", "Failed"):
+        notes["already_gone_pods"] += 1
+    spec = tuple(m for m in (row.get("gpu_spec") or "").split("|") if m)
+    unknown = [m for m in spec if m not in models]
+    if unknown:
+        raise SimulationInputError(where, line, "gpu_spec", f"GPU model {unknown[0]!r} is on no node")
+    qos = (row.get("qos") or "").strip()
+    if qos not in QOS_PRIORITY:
+        raise SimulationInputError(where, line, "qos", f"{qos!r}; expected one of {', '.join(QOS_PRIORITY)}")
+    return JobSpec(
+        name=(row.get("name") or f"openb-pod-{index}").strip(),
+        team=OPENB_TEAM,
+        submit_time=float(created),
+        nodes=1,
+        gpus_per_node=gpus,
+        duration=float(max(1, deleted - start)),
+        priority_class=QOS_PRIORITY[qos],
+        cpu_milli=cpu,
+        memory_mib=memory,
+        topology_mode="required",
+        topology_level=HOSTNAME_LABEL,
+        gpu_models=spec,
+    )

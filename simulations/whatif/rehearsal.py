@@ -86,8 +86,6 @@ def rehearsal_from_queues(
     window: float = DEFAULT_WINDOW,
     name: str = "current-queues",
 ) -> Rehearsal:
-    from scheduler.engine.engine import parse_timestamp
-
     local_queues = {f"{o.metadata.namespace or 'default'}/{o.name}": o for o in objects if isinstance(o, LocalQueue)}
     cluster_queues = {o.name: o for o in objects if isinstance(o, ClusterQueue)}
     nodes = [o for o in objects if isinstance(o, Node)]
@@ -106,25 +104,8 @@ def rehearsal_from_queues(
             continue
         team = lq.spec.cluster_queue
         team_labels.setdefault(team, dict(namespaces.get(namespace, {})))
-        duration = float(workload.spec.maximum_execution_time_seconds or default_duration)
-        created = parse_timestamp(workload.metadata.creation_timestamp) or now
-        job_name = f"{namespace}.{workload.name}"
-        admitted = workload.status.admission is not None
-        if admitted:
-            reserved = workload.status.condition("QuotaReserved")
-            started = parse_timestamp(reserved.last_transition_time if reserved else None) or now
-            duration -= max(0.0, now - started)
-        # pending ones in Kueue's queue order (priority, then creation): the simulator runs a
-        # cycle after each arrival, so the order they arrive in is the order they are tried
-        order = (
-            created
-            if admitted
-            else created - 1e12 * priorities.get(workload.priority_class_name or "", workload.spec.priority or 0)
-        )
-        jobs.append((0 if admitted else 1, order, _job(workload, team, 0.0, duration, job_name)))
-        if window > 0 and now - window < created <= now:
-            replay = created - now + window
-            jobs.append((2, replay, _job(workload, team, replay, default_duration, f"{job_name}.next")))
+        priority = priorities.get(workload.priority_class_name or "", workload.spec.priority or 0)
+        jobs.extend(_entries(workload, team, priority, now=now, default_duration=default_duration, window=window))
     jobs.sort(key=lambda entry: (entry[0] == 2, entry[1] if entry[0] == 2 else 0.0, entry[0], entry[1]))
     ordered = [job for _, _, job in jobs]
     for team in sorted(team_labels):
@@ -133,15 +114,53 @@ def rehearsal_from_queues(
                 {"metadata": {"name": LOCAL_QUEUE_NAME, "namespace": team}, "spec": {"clusterQueue": team}}
             )
         )
+    built = _built(name, objects, kept, nodes, cluster_queues, ordered)
+    return Rehearsal(built, dict(team_labels), notes)
+
+
+def _entries(
+    workload: Workload, team: str, priority: int, *, now: float, default_duration: float, window: float
+) -> list[tuple[int, float, JobSpec]]:
+    """(group, order, job): 0 admitted (what is left of its run), 1 pending, 2 its next submission
+    replayed from the last ``window`` of arrivals."""
+    from scheduler.engine.engine import parse_timestamp
+
+    namespace = workload.metadata.namespace or "default"
+    duration = float(workload.spec.maximum_execution_time_seconds or default_duration)
+    created = parse_timestamp(workload.metadata.creation_timestamp) or now
+    job_name = f"{namespace}.{workload.name}"
+    admitted = workload.status.admission is not None
+    if admitted:
+        reserved = workload.status.condition("QuotaReserved")
+        started = parse_timestamp(reserved.last_transition_time if reserved else None) or now
+        duration -= max(0.0, now - started)
+    # pending ones in Kueue's queue order (priority, then creation): the simulator runs a
+    # cycle after each arrival, so the order they arrive in is the order they are tried
+    order = created if admitted else created - 1e12 * priority
+    entries = [(0 if admitted else 1, order, _job(workload, team, 0.0, duration, job_name))]
+    if window > 0 and now - window < created <= now:
+        replay = created - now + window
+        entries.append((2, replay, _job(workload, team, replay, default_duration, f"{job_name}.next")))
+    return entries
+
+
+def _built(
+    name: str,
+    objects: Sequence[Resource],
+    kept: list[Resource],
+    nodes: list[Node],
+    cluster_queues: dict[str, ClusterQueue],
+    ordered: list[JobSpec],
+) -> BuiltScenario:
     primary = GPU_RESOURCE if any(job.gpus_per_node for job in ordered) else "cpu"
-    nominal = {name: nominal_quota(cq, primary) for name, cq in cluster_queues.items()}
+    nominal = {cq_name: nominal_quota(cq, primary) for cq_name, cq in cluster_queues.items()}
     capacity = sum(_amount(primary, n.status.allocatable.get(primary, 0)) for n in nodes) if nodes else 0
     if primary == "cpu":
         capacity //= 1000
     capacity = capacity or sum(nominal.values()) or 1
     topology = next((o for o in objects if isinstance(o, Topology)), None)
     levels = tuple(topology.level_labels) if topology is not None else ()
-    built = BuiltScenario(
+    return BuiltScenario(
         Scenario(name=name, sample_seconds=300.0),
         kept,
         nodes,
@@ -153,7 +172,6 @@ def rehearsal_from_queues(
         capacity,
         nominal,
     )
-    return Rehearsal(built, dict(team_labels), notes)
 
 
 def nominal_quota(cq: ClusterQueue, resource: str) -> int:

@@ -7,8 +7,13 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainyard.cli.errors import UserError
+
+if TYPE_CHECKING:
+    from simulations.result import SimulationResult
+    from simulations.scenarios import Scenario
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -90,12 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-
-    from simulations.report import render_table, write_json, write_plots
-    from simulations.scenarios import build, resolve_scenario, with_trace
-    from simulations.simulator import Simulation
+    from simulations.scenarios import resolve_scenario, with_trace
 
     names = args.compare or [args.scenario]
     scenarios = [resolve_scenario(name) for name in names]
@@ -109,46 +109,65 @@ def _run(args: argparse.Namespace) -> int:
     if args.backend != "kwok" and args.speedup != 1.0:
         raise UserError("--speedup applies to --backend kwok (a simulation runs in virtual time already)")
     if args.backend == "kwok":
-        if args.kubeconfig is None:
-            raise UserError("--backend kwok needs --kubeconfig PATH (the KWOK cluster's kubeconfig)")
-        from aiohttp import ClientError
+        return _run_on_kwok(args, scenarios[0])
+    results = [_simulate(args, scenario) for scenario in scenarios]
+    _report(args, results)
+    return 0 if all(r.invariants_held for r in results) else 1
 
-        from scheduler.kube.errors import KubeApiError, KubeConfigError
-        from simulations.kwok_backend import run_on_kwok
 
-        try:
-            summary = run_on_kwok(
-                build(scenarios[0]), args.kubeconfig, seed=args.seed, timeout=args.timeout, speedup=args.speedup
-            )
-        except KubeConfigError as error:
-            raise UserError(f"--kubeconfig: {error}") from None
-        except (ClientError, OSError, KubeApiError) as error:
-            raise UserError(f"--kubeconfig {args.kubeconfig}: cannot reach the KWOK cluster: {error}") from None
-        print(json.dumps(summary, indent=2))
-        return 0
+def _run_on_kwok(args: argparse.Namespace, scenario: Scenario) -> int:
+    if args.kubeconfig is None:
+        raise UserError("--backend kwok needs --kubeconfig PATH (the KWOK cluster's kubeconfig)")
+    from aiohttp import ClientError
 
-    console = Console(stderr=True)
-    results = []
-    for scenario in scenarios:
-        built = build(scenario)
-        if args.json or not sys.stderr.isatty():
-            results.append(Simulation(built, args.seed).run())
-            continue
-        with Progress(
-            TextColumn(f"[bold]{scenario.name}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("jobs done · virtual {task.fields[hours]:.1f} h"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
-            task = progress.add_task(scenario.name, total=built.job_count, hours=0.0)
+    from scheduler.kube.errors import KubeApiError, KubeConfigError
+    from simulations.kwok_backend import run_on_kwok
+    from simulations.scenarios import build
 
-            def report(done: int, total: int, now: float, task_id: TaskID = task) -> None:
-                progress.update(task_id, completed=done, hours=now / 3600.0)
+    try:
+        summary = run_on_kwok(
+            build(scenario), args.kubeconfig, seed=args.seed, timeout=args.timeout, speedup=args.speedup
+        )
+    except KubeConfigError as error:
+        raise UserError(f"--kubeconfig: {error}") from None
+    except (ClientError, OSError, KubeApiError) as error:
+        raise UserError(f"--kubeconfig {args.kubeconfig}: cannot reach the KWOK cluster: {error}") from None
+    print(json.dumps(summary, indent=2))
+    return 0
 
-            results.append(Simulation(built, args.seed, report).run())
+
+def _simulate(args: argparse.Namespace, scenario: Scenario) -> SimulationResult:
+    """One run, with a progress bar on an interactive terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from simulations.scenarios import build
+    from simulations.simulator import Simulation
+
+    built = build(scenario)
+    if args.json or not sys.stderr.isatty():
+        return Simulation(built, args.seed).run()
+    with Progress(
+        TextColumn(f"[bold]{scenario.name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("jobs done · virtual {task.fields[hours]:.1f} h"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task(scenario.name, total=built.job_count, hours=0.0)
+
+        def report(done: int, total: int, now: float, task_id: TaskID = task) -> None:
+            progress.update(task_id, completed=done, hours=now / 3600.0)
+
+        return Simulation(built, args.seed, report).run()
+
+
+def _report(args: argparse.Namespace, results: list[SimulationResult]) -> None:
+    from rich.console import Console
+
+    from simulations.report import render_table, write_json, write_plots
 
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -163,4 +182,3 @@ def _run(args: argparse.Namespace) -> int:
         render_table(results, Console())
         if args.out is not None:
             Console().print(f"wrote {args.out}/summary.json and plots")
-    return 0 if all(r.invariants_held for r in results) else 1
