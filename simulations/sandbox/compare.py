@@ -19,7 +19,7 @@ from typing import Any
 
 from simulations.engine_driver import Admitted, Removed
 from simulations.errors import SimulationInputError
-from simulations.sandbox.compare_driver import Decision, RunRecord
+from simulations.sandbox.compare_records import Decision, RunRecord
 from simulations.scenarios import IMMEDIATE_STAGES_DIR, BuiltScenario, Scenario
 from simulations.simulator import Simulation, SimulationResult
 

@@ -21,8 +21,6 @@ import asyncio
 import heapq
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
 from scheduler.controllers.workqueue import WorkQueue
 from scheduler.kube import KubeApiError, KubeClient, patch_status
@@ -38,73 +36,12 @@ from simulations.metrics import MetricsRecorder
 from simulations.sandbox.apiserver import FakeApiServer
 from simulations.sandbox.apiserver.records import StoredEvent
 from simulations.sandbox.compare_inputs import trainjob_document
+from simulations.sandbox.compare_records import Decision, RunRecord, TrackedJob, amount_of, nodes_of
+from simulations.sandbox.compare_settle import Quiescence
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-SETTLE_POLL = 0.005  # seconds between quiescence checks
-# A work-queue timer due later than this is a fallback recheck (the launcher looks again after 1 s
-# in case its own write's echo never comes; the stand-in kubelet parks running pods), not work the
-# instant is waiting for: debounces, batches and conflict retries are all shorter.
-TIMER_HORIZON = 0.5
-
-
-@dataclass
-class Decision:
-    """One thing the service (or the simulator) decided about a job, at a virtual time."""
-
-    time: float
-    kind: str  # "admitted" | "preempted" | "evicted" | "refused" (at submission: it can never fit)
-    cluster_queue: str = ""
-    flavors: tuple[tuple[str, str], ...] = ()
-    nodes: tuple[str, ...] = ()  # sorted node of every pod (empty where no placement was made)
-    reason: str = ""  # why a job was refused (not compared: the two runs word it apart)
-
-    def same_as(self, other: Decision, *, with_time: bool) -> bool:
-        if self.kind != other.kind or (with_time and abs(self.time - other.time) > 1e-6):
-            return False
-        if self.kind != "admitted":
-            return True
-        return (
-            self.cluster_queue == other.cluster_queue
-            and self.flavors == other.flavors
-            and (not self.nodes or not other.nodes or self.nodes == other.nodes)
-        )
-
-
-@dataclass
-class RunRecord:
-    """What one run decided: per job its decisions in order, and the order of admissions."""
-
-    decisions: dict[str, list[Decision]] = field(default_factory=dict)
-    admissions: list[str] = field(default_factory=list)  # job keys in admission order (re-admissions repeat)
-    jobs: list[str] = field(default_factory=list)  # every job submitted
-    summary: dict[str, Any] = field(default_factory=dict)
-    wall_seconds: float = 0.0
-    api_requests: int = 0
-    cycles: int = 0
-
-    def add(self, key: str, decision: Decision) -> None:
-        self.decisions.setdefault(key, []).append(decision)
-        if decision.kind == "admitted":
-            self.admissions.append(key)
-
-
-def amount_of(built: BuiltScenario, job: JobSpec) -> int:
-    """The primary resource a job holds, as the simulator counts it (GPUs, or CPU cores)."""
-    return job.cpu_milli * job.nodes // 1000 if built.primary_resource == "cpu" else job.gpus
-
-
-@dataclass
-class _Job:
-    spec: JobSpec
-    workload: dict[str, Any] | None = None  # its Workload as last committed
-    admitted: bool = False  # the server shows status.admission
-    finished: bool = False
-    running: bool = False  # an admission stamped and not yet released
-    admission: Decision | None = None  # the running admission (its nodes fill in as pods are bound)
-    generation: int = 0
-    pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> latest pod
 
 
 class LockstepRun:
@@ -143,14 +80,14 @@ class LockstepRun:
             built.capacity, built.nominal, "GPUs" if built.primary_resource != "cpu" else "CPU cores"
         )
         self.record = RunRecord()
-        self.jobs: dict[str, _Job] = {}  # "namespace/name" -> job
+        self.jobs: dict[str, TrackedJob] = {}  # "namespace/name" -> job
         self.by_workload: dict[str, str] = {}  # "namespace/workload" -> job key
         self.now = 0.0
         self.completions: list[tuple[float, int, str, int]] = []  # (time, tie, job key, generation)
         self._tie = 0
         self._new: list[tuple[str, str]] = []  # (job key, "admitted"|"preempted"|"evicted") seen this instant
         self.finished = 0
-        self._parked: dict[int, asyncio.TimerHandle] = {}
+        self.quiescence = Quiescence(server, queues, settle_timeout)
 
     # ------------------------------------------------------------------ observation
 
@@ -218,51 +155,7 @@ class LockstepRun:
         else:
             job.pods[str(metadata.get("name"))] = event.obj
             if job.running and job.admission is not None and (event.obj.get("spec") or {}).get("nodeName"):
-                job.admission.nodes = _nodes_of(job)
-
-    # ------------------------------------------------------------------ quiescence
-
-    def _busy(self) -> bool:
-        """Any work queue with keys waiting, keys being reconciled, or a short timer pending.
-
-        A timer first seen due further off than ``TIMER_HORIZON`` is a fallback recheck and is
-        left out for good (its handle is kept, so its id is not reused while it lives).
-        """
-        loop_now = asyncio.get_running_loop().time()
-        horizon = loop_now + TIMER_HORIZON
-        busy = False
-        for queue in self.queues():
-            # the work queue's own bookkeeping: keys waiting, keys being reconciled, timers due
-            if len(queue) or queue._processing:
-                busy = True
-            for timer in queue._timers.values():
-                if id(timer) in self._parked:
-                    continue
-                if timer.when() > horizon:
-                    self._parked[id(timer)] = timer
-                else:
-                    busy = True
-        if len(self._parked) > 10_000:
-            self._parked = {k: t for k, t in self._parked.items() if not t.cancelled() and t.when() > loop_now}
-        return busy
-
-    async def settle(self) -> None:
-        """Return once the service has nothing left to do at this instant."""
-        deadline = time.perf_counter() + self.settle_timeout
-        quiet = 0
-        revision = -1
-        while quiet < 2:
-            await asyncio.sleep(SETTLE_POLL)
-            current = self.server.store.resource_version
-            if self._busy() or current != revision:
-                quiet = 0
-                revision = current
-            else:
-                quiet += 1
-            if time.perf_counter() > deadline:
-                raise TimeoutError(
-                    f"the sandbox did not settle within {self.settle_timeout:g}s at virtual time {self.now:.1f}s"
-                )
+                job.admission.nodes = nodes_of(job)
 
     # ------------------------------------------------------------------ the loop
 
@@ -286,7 +179,7 @@ class LockstepRun:
         stream = self.built.jobs(self.streams)
         arriving = next(stream, None)
         total = self.built.job_count
-        await self.settle()
+        await self.quiescence.settle(self.now)
         loop = asyncio.get_running_loop()
         self._origin = loop.time()
         while arriving is not None or self.completions:
@@ -304,12 +197,12 @@ class LockstepRun:
                 await self._arrive(arriving)
                 arriving = next(stream, None)
             if self.speedup is None:
-                await self.settle()
+                await self.quiescence.settle(self.now)
                 self._stamp()
             if self.progress is not None:
                 self.progress(self.finished, total, self.now)
         if self.speedup is not None:
-            await self.settle()  # the last completions' effects
+            await self.quiescence.settle(self.now)  # the last completions' effects
             self.now = self._virtual_now()
             self._stamp()
 
@@ -333,7 +226,7 @@ class LockstepRun:
 
     async def _arrive(self, job: JobSpec) -> None:
         key = f"{job.team}/{job.name}"
-        self.jobs[key] = _Job(job)
+        self.jobs[key] = TrackedJob(job)
         self.metrics.submitted(key, job.team, amount_of(self.built, job), self.now)
         try:
             await self.client.create(trainjob_document(job, self.runtime_name))
@@ -401,12 +294,12 @@ class LockstepRun:
                 job.running = False
                 job.generation += 1  # voids the scheduled completion
 
-    def _admission(self, job: _Job) -> Decision:
+    def _admission(self, job: TrackedJob) -> Decision:
         admission = ((job.workload or {}).get("status") or {}).get("admission") or {}
         flavors: dict[str, str] = {}
         for assignment in admission.get("podSetAssignments") or ():
             flavors.update(assignment.get("flavors") or {})
-        nodes = _nodes_of(job)
+        nodes = nodes_of(job)
         return Decision(
             self.now,
             "admitted",
@@ -415,7 +308,7 @@ class LockstepRun:
             tuple(nodes),
         )
 
-    def _schedule_completion(self, key: str, job: _Job) -> None:
+    def _schedule_completion(self, key: str, job: TrackedJob) -> None:
         spec = job.spec
         delay = f"{round(spec.duration * 1000)}ms"
         pod = simulated_pod(
@@ -426,8 +319,3 @@ class LockstepRun:
             return
         self._tie += 1
         heapq.heappush(self.completions, (self.now + outcome.finished_after, self._tie, key, job.generation))
-
-
-def _nodes_of(job: _Job) -> tuple[str, ...]:
-    """The sorted nodes of the job's bound pods."""
-    return tuple(sorted(str(p["spec"]["nodeName"]) for p in job.pods.values() if (p.get("spec") or {}).get("nodeName")))

@@ -14,7 +14,7 @@ import pytest
 from simulations.cluster import ClusterSpec
 from simulations.errors import SimulationInputError
 from simulations.sandbox.compare import Comparison, comparable, compare, simulate_recorded
-from simulations.sandbox.compare_driver import Decision, RunRecord
+from simulations.sandbox.compare_records import Decision, RunRecord
 from simulations.scenarios import BUILTIN, FailureSpec, Scenario, build
 from simulations.workloads import SyntheticWorkload
 from trainyard.cli.simulate_sandbox import compare_backends

@@ -24,7 +24,7 @@ from trainyard.cli.errors import UserError
 
 if TYPE_CHECKING:
     from scheduler.controllers.workqueue import WorkQueue
-    from simulations.sandbox.compare_driver import RunRecord
+    from simulations.sandbox.compare_records import RunRecord
     from simulations.scenarios import BuiltScenario
 
 # The lockstep driver waits for quiescence before time moves on, so the controllers' debounce

@@ -1,0 +1,78 @@
+"""When the sandbox's service has nothing left to do at an instant: ``Quiescence``.
+
+The lockstep driver moves virtual time on only once the service is quiescent: every work queue
+of the controllers and stand-ins empty, none reconciling, no timer due soon, and the store's
+revision still over two polls. A work-queue timer first seen due later than ``TIMER_HORIZON``
+is a fallback recheck (the launcher looks again after 1 s in case its own write's echo never
+comes; the stand-in kubelet parks running pods), not work the instant waits for: debounces,
+batches and conflict retries are all shorter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+
+from scheduler.controllers.workqueue import WorkQueue
+from simulations.sandbox.apiserver import FakeApiServer
+
+SETTLE_POLL = 0.005  # seconds between quiescence checks
+TIMER_HORIZON = 0.5
+
+
+class Quiescence:
+    """``await Quiescence(server, queues, timeout).settle(now)``: returns once nothing is left to do.
+
+    ``queues`` returns every work queue of the service and the stand-ins.
+    """
+
+    def __init__(
+        self, server: FakeApiServer, queues: Callable[[], Iterable[WorkQueue]], settle_timeout: float = 60.0
+    ) -> None:
+        self.server = server
+        self.queues = queues
+        self.settle_timeout = settle_timeout
+        self._parked: dict[int, asyncio.TimerHandle] = {}
+
+    def busy(self) -> bool:
+        """Any work queue with keys waiting, keys being reconciled, or a short timer pending.
+
+        A timer first seen due further off than ``TIMER_HORIZON`` is a fallback recheck and is
+        left out for good (its handle is kept, so its id is not reused while it lives).
+        """
+        loop_now = asyncio.get_running_loop().time()
+        horizon = loop_now + TIMER_HORIZON
+        busy = False
+        for queue in self.queues():
+            # the work queue's own bookkeeping: keys waiting, keys being reconciled, timers due
+            if len(queue) or queue._processing:
+                busy = True
+            for timer in queue._timers.values():
+                if id(timer) in self._parked:
+                    continue
+                if timer.when() > horizon:
+                    self._parked[id(timer)] = timer
+                else:
+                    busy = True
+        if len(self._parked) > 10_000:
+            self._parked = {k: t for k, t in self._parked.items() if not t.cancelled() and t.when() > loop_now}
+        return busy
+
+    async def settle(self, now: float) -> None:
+        """Return once the service has nothing left to do at virtual time ``now``."""
+        deadline = time.perf_counter() + self.settle_timeout
+        quiet = 0
+        revision = -1
+        while quiet < 2:
+            await asyncio.sleep(SETTLE_POLL)
+            current = self.server.store.resource_version
+            if self.busy() or current != revision:
+                quiet = 0
+                revision = current
+            else:
+                quiet += 1
+            if time.perf_counter() > deadline:
+                raise TimeoutError(
+                    f"the sandbox did not settle within {self.settle_timeout:g}s at virtual time {now:.1f}s"
+                )
