@@ -337,7 +337,8 @@ def _patches_without_time(trainjob: TrainJob) -> list[dict[str, object]]:
 
 
 def _suspended_only_changes(trainjob: TrainJob, old: TrainJob) -> list[FieldError]:
-    """runtimePatches (HEAD) and podTemplateOverrides (v2.1) change only around a suspension.
+    """runtimePatches (HEAD), podTemplateOverrides (v2.1) and podSpecOverrides (v2.0) change
+    only around a suspension.
 
     Like a core Job's template, they may change when the TrainJob is suspended before or after the
     update (so Kueue can inject its scheduling directives as it resumes the job, and take them out
@@ -349,6 +350,9 @@ def _suspended_only_changes(trainjob: TrainJob, old: TrainJob) -> list[FieldErro
     overrides = [o.to_dict() for o in trainjob.spec.pod_template_overrides or []]
     if overrides != [o.to_dict() for o in old.spec.pod_template_overrides or []]:
         changed.append(("spec.podTemplateOverrides", "PodTemplateOverrides"))
+    spec_overrides = [o.to_dict() for o in trainjob.spec.pod_spec_overrides or []]
+    if spec_overrides != [o.to_dict() for o in old.spec.pod_spec_overrides or []]:
+        changed.append(("spec.podSpecOverrides", "PodSpecOverrides"))
     if not changed:
         return []
     suspended, was_suspended = trainjob.spec.suspend is True, old.spec.suspend is True

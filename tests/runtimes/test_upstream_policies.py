@@ -10,6 +10,7 @@ from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
 from runtimes.errors import RenderError
 from runtimes.render import RenderedTrainJob, render_trainjob
 from runtimes.runtime_validation import validate_jobset_spec, validate_runtime
+from runtimes.validation import validate_trainjob_update
 
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 
@@ -264,3 +265,21 @@ def test_pod_spec_overrides_name_jobs_and_containers_of_the_runtime(override: di
     job["spec"]["podSpecOverrides"] = [override]
     with pytest.raises(RenderError, match=message):
         render_trainjob(TrainJob.model_validate(job), runtime("torch", {"numNodes": 1, "torch": {}}))
+
+
+def test_pod_spec_overrides_change_only_around_a_suspension() -> None:
+    """As their successors (podTemplateOverrides, runtimePatches): a running TrainJob's pods keep
+    the overrides they started with."""
+    override = {"targetJobs": [{"name": "node"}], "nodeSelector": {"pool": "a"}}
+
+    def job(pool: str, *, suspend: bool) -> TrainJob:
+        data = trainjob("torch").to_dict()
+        data["spec"]["suspend"] = suspend
+        data["spec"]["podSpecOverrides"] = [{**override, "nodeSelector": {"pool": pool}}]
+        return TrainJob.model_validate(data)
+
+    (error,) = validate_trainjob_update(job("b", suspend=False), job("a", suspend=False))
+    assert error.path == "spec.podSpecOverrides"
+    assert "PodSpecOverrides can only be modified when the TrainJob is suspended" in error.message
+    assert validate_trainjob_update(job("b", suspend=True), job("a", suspend=False)) == []
+    assert validate_trainjob_update(job("a", suspend=False), job("a", suspend=False)) == []
