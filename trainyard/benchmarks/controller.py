@@ -136,56 +136,71 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-async def measure(jobs: int, rate: float, runtime: str = "torch_distributed") -> dict[str, Any]:
-    from trainyard.localcluster import LocalCluster
+class LaunchClock:
+    """An observer of the server's store: when each TrainJob's JobSet was committed, and which
+    TrainJobs have been unsuspended (the launcher's last write for a job)."""
 
-    created_at: dict[str, float] = {}
-    launched_at: dict[str, float] = {}
-    resumed: set[str] = set()
-    all_launched = asyncio.Event()
-    all_resumed = asyncio.Event()
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.launched_at: dict[str, float] = {}
+        self.resumed: set[str] = set()
+        self.all_launched = asyncio.Event()
+        self.all_resumed = asyncio.Event()
 
-    def observe(event: StoredEvent) -> None:
+    def observe(self, event: StoredEvent) -> None:
         if event.rtype.kind == "TrainJob" and (event.obj.get("spec") or {}).get("suspend") is False:
-            resumed.add(str(event.obj["metadata"]["name"]))
-            if len(resumed) >= jobs:
-                all_resumed.set()
+            self.resumed.add(str(event.obj["metadata"]["name"]))
+            if len(self.resumed) >= self.jobs:
+                self.all_resumed.set()
         elif event.rtype.kind == "JobSet" and event.type == "ADDED":
             owner = owner_name(event.obj)
-            if owner is not None and owner not in launched_at:
-                launched_at[owner] = time.perf_counter()
-                if len(launched_at) >= jobs:
-                    all_launched.set()
+            if owner is not None and owner not in self.launched_at:
+                self.launched_at[owner] = time.perf_counter()
+                if len(self.launched_at) >= self.jobs:
+                    self.all_launched.set()
 
-    async with LocalCluster(queue_objects(NAMESPACE, cpu=4 * jobs + 1, runtime=runtime)) as cluster:
-        cluster.server.store.observers.append(observe)
-        replica = await cluster.start_controllers()
-        await replica.service.manager.leading.wait()
-        client = cluster.client
-        before = write_counts(cluster.server)
-        started = time.perf_counter()
-        for index in range(jobs):
-            due = started + index / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            name = f"job-{index:05d}"
-            created_at[name] = time.perf_counter()
-            await client.create(trainjob(name, NAMESPACE, runtime=RUNTIMES[runtime]))
-        await asyncio.wait_for(all_launched.wait(), timeout=max(60.0, jobs / rate * 5))
-        wall = time.perf_counter() - started
-        # The TrainJob's unsuspend follows its JobSet: wait for it, so the write counts are whole.
-        await asyncio.wait_for(all_resumed.wait(), timeout=60.0)
-        after = write_counts(cluster.server)
-    writes = after - before
-    writes["object"] -= jobs  # the benchmark's own TrainJob creates
-    writes["object:POST trainjobs"] -= jobs
+
+def per_job_writes(writes: Counter[str], jobs: int) -> dict[str, Any]:
+    """Object, status and Event writes per job, and the object writes per verb and resource."""
     by_kind = {
         key.split(":", 1)[1]: round(count / jobs, 2)
         for key, count in sorted(writes.items())
         if key.startswith("object:") and count > 0
     }
-    latencies = [(launched_at[name] - created_at[name]) * 1000.0 for name in created_at]
+    return {
+        "writes_per_job": round(writes["object"] / jobs, 2),
+        "object_writes_by_kind": by_kind,
+        "status_writes_per_job": round(writes["status"] / jobs, 2),
+        "event_writes_per_job": round(writes["event"] / jobs, 2),
+    }
+
+
+async def measure(jobs: int, rate: float, runtime: str = "torch_distributed") -> dict[str, Any]:
+    from trainyard.localcluster import LocalCluster
+
+    created_at: dict[str, float] = {}
+    clock = LaunchClock(jobs)
+    async with LocalCluster(queue_objects(NAMESPACE, cpu=4 * jobs + 1, runtime=runtime)) as cluster:
+        cluster.server.store.observers.append(clock.observe)
+        replica = await cluster.start_controllers()
+        await replica.service.manager.leading.wait()
+        before = write_counts(cluster.server)
+        started = time.perf_counter()
+        for index in range(jobs):
+            delay = started + index / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            name = f"job-{index:05d}"
+            created_at[name] = time.perf_counter()
+            await cluster.client.create(trainjob(name, NAMESPACE, runtime=RUNTIMES[runtime]))
+        await asyncio.wait_for(clock.all_launched.wait(), timeout=max(60.0, jobs / rate * 5))
+        wall = time.perf_counter() - started
+        # The TrainJob's unsuspend follows its JobSet: wait for it, so the write counts are whole.
+        await asyncio.wait_for(clock.all_resumed.wait(), timeout=60.0)
+        writes = write_counts(cluster.server) - before
+    writes["object"] -= jobs  # the benchmark's own TrainJob creates
+    writes["object:POST trainjobs"] -= jobs
+    latencies = [(clock.launched_at[name] - created_at[name]) * 1000.0 for name in created_at]
     return {
         "jobs": jobs,
         "runtime": runtime,
@@ -193,10 +208,7 @@ async def measure(jobs: int, rate: float, runtime: str = "torch_distributed") ->
         "p50_ms": round(statistics.median(latencies), 2),
         "p99_ms": round(percentile(latencies, 0.99), 2),
         "max_ms": round(max(latencies), 2),
-        "writes_per_job": round(writes["object"] / jobs, 2),
-        "object_writes_by_kind": by_kind,
-        "status_writes_per_job": round(writes["status"] / jobs, 2),
-        "event_writes_per_job": round(writes["event"] / jobs, 2),
+        **per_job_writes(writes, jobs),
         "wall_seconds": round(wall, 2),
     }
 
