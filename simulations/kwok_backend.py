@@ -61,6 +61,7 @@ class WorkloadEventCollector:
     admitted: set[str] = field(default_factory=set)
     finished: set[str] = field(default_factory=set)
     evictions_seen: dict[str, str] = field(default_factory=dict)  # key -> last Evicted transition time
+    waiting: dict[str, str] = field(default_factory=dict)  # key -> Kueue's last "why not admitted" message
 
     def since_origin(self, stamp: float) -> float:
         return (stamp - self.origin) * self.time_scale
@@ -86,6 +87,8 @@ class WorkloadEventCollector:
         reserved = _condition(workload, "QuotaReserved")
         evicted = _condition(workload, "Evicted")
         finished = _condition(workload, "Finished")
+        if reserved and reserved.get("status") == "False" and reserved.get("message"):
+            self.waiting[key] = str(reserved["message"])  # Kueue's pending reason, e.g. the quota short
         if evicted and evicted.get("status") == "True":
             stamp = str(evicted.get("lastTransitionTime"))
             if self.evictions_seen.get(key) != stamp and key in self.admitted:
@@ -109,6 +112,27 @@ class WorkloadEventCollector:
                 self.admitted.discard(key)
                 self.metrics.released(key, job.gpus, at, requeued=False)
             self.finished.add(key)
+
+    def unfinished(self, end: float) -> list[dict[str, Any]]:
+        """Every job the run did not see finish, with why: never submitted before the run stopped,
+        no Workload seen, waiting (Kueue's message), removed and waiting again, or still running."""
+        listed: list[dict[str, Any]] = []
+        for key in sorted(self.jobs, key=lambda k: (self.jobs[k].submit_time, k)):
+            if key in self.finished:
+                continue
+            record = self.metrics.jobs.get(key)
+            if record is None:
+                state, reason = "unsubmitted", f"not submitted before the run stopped at {end:,.0f} s"
+            elif key in self.admitted:
+                state = "running"
+                reason = f"admitted, not finished when the run stopped at {end:,.0f} s"
+            else:
+                removals = record.preemptions + record.evictions
+                why = self.waiting.get(key, "no reason given by Kueue yet (no QuotaReserved=False condition seen)")
+                state = "requeued" if removals else "pending"
+                reason = f"removed {removals} time(s) (preempted or evicted), waiting again: {why}" if removals else why
+            listed.append({"job": key, "state": state, "reason": reason})
+        return listed
 
     def all_finished(self) -> bool:
         return len(self.finished) == len(self.jobs)
@@ -193,6 +217,7 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
     summary = metrics.summary()
     summary["backend"] = "kwok"
     summary["scenario"] = built.scenario.name
+    summary["unfinished_jobs"] = collector.unfinished(metrics.end_time)
     return summary
 
 

@@ -123,6 +123,7 @@ async def test_kwok_backend_submits_trainjobs_and_collects_metrics(fake_api: Fak
         queues = await kube.list("ClusterQueue")
     assert summary["backend"] == "kwok"
     assert summary["jobs"]["submitted"] == summary["jobs"]["finished"] == len(jobs)
+    assert summary["unfinished_jobs"] == []
     assert {item["metadata"]["name"] for item in created.items} == {job.name for job in jobs}
     assert len(nodes.items) == len(built.node_documents)
     assert {q["metadata"]["name"] for q in queues.items} == {o.name for o in built.objects if o.kind == "ClusterQueue"}

@@ -214,3 +214,48 @@ def test_kwok_collector_turns_recorded_workload_events_into_metrics() -> None:
 def test_percentiles_are_nearest_rank() -> None:
     stats = percentiles([float(v) for v in range(1, 101)])
     assert (stats["p50"], stats["p95"], stats["p99"]) == (50.0, 95.0, 99.0)
+
+
+def test_kwok_collector_lists_every_unfinished_job_with_kueues_reason() -> None:
+    names = ("done", "running", "waiting", "requeued", "late")
+    jobs = {f"team-a/{name}": JobSpec(name, "team-a", float(i), 1, 8, 60.0) for i, name in enumerate(names)}
+    metrics = MetricsRecorder(capacity=64, nominal={"team-a": 64})
+    collector = WorkloadEventCollector(metrics, jobs, origin=1_700_000_000.0)
+    for key in list(jobs)[:4]:  # "late" was never submitted
+        collector.submitted(key, "team-a", 0.0)
+
+    def event(name: str, *conditions: tuple[str, str, str]) -> dict[str, object]:
+        return {
+            "type": "MODIFIED",
+            "object": {
+                "metadata": {"namespace": "team-a", "ownerReferences": [{"kind": "TrainJob", "name": name}]},
+                "status": {
+                    "conditions": [
+                        {"type": t, "status": s, "message": m, "lastTransitionTime": "2023-11-14T22:13:30Z"}
+                        for t, s, m in conditions
+                    ]
+                },
+            },
+        }
+
+    short = "couldn't assign flavors to pod set trainer: insufficient unused quota for nvidia.com/gpu"
+    collector.handle_all(
+        [
+            event("done", ("QuotaReserved", "True", ""), ("Finished", "True", "")),
+            event("running", ("QuotaReserved", "True", "")),
+            event("waiting", ("QuotaReserved", "False", short)),
+            event("requeued", ("QuotaReserved", "True", "")),
+            event("requeued", ("Evicted", "True", "Preempted"), ("QuotaReserved", "False", short)),
+        ]
+    )
+    listed = {job["job"].split("/")[1]: job for job in collector.unfinished(500.0)}
+    assert set(listed) == {"running", "waiting", "requeued", "late"}
+    assert [listed[name]["state"] for name in ("running", "waiting", "requeued", "late")] == [
+        "running",
+        "pending",
+        "requeued",
+        "unsubmitted",
+    ]
+    assert listed["waiting"]["reason"] == short
+    assert listed["requeued"]["reason"] == f"removed 1 time(s) (preempted or evicted), waiting again: {short}"
+    assert "not submitted before the run stopped at 500 s" in listed["late"]["reason"]
