@@ -74,5 +74,30 @@ class Quiescence:
                 quiet += 1
             if time.perf_counter() > deadline:
                 raise TimeoutError(
-                    f"the sandbox did not settle within {self.settle_timeout:g}s at virtual time {now:.1f}s"
+                    f"the sandbox did not settle within {self.settle_timeout:g}s at virtual time {now:.1f}s: "
+                    f"{self.describe_busy()}"
                 )
+
+    def describe_busy(self) -> str:
+        """What keeps the service busy: per work queue its waiting and reconciling keys and short timers."""
+        horizon = asyncio.get_running_loop().time() + TIMER_HORIZON
+        parts = []
+        for queue in self.queues():
+            waiting = sorted(queue._dirty)
+            processing = sorted(queue._processing)
+            timers = sorted(
+                key for key, timer in queue._timers.items() if id(timer) not in self._parked and timer.when() <= horizon
+            )
+            if waiting or processing or timers:
+                parts.append(
+                    f"{queue.name}: waiting {_some(waiting)}, reconciling {_some(processing)}, "
+                    f"timers due {_some(timers)}"
+                )
+        return "; ".join(parts) or "no work queue busy; the store's revision kept moving (a writer outside the queues)"
+
+
+def _some(keys: list[str], shown: int = 3) -> str:
+    if not keys:
+        return "none"
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return f"{len(keys)} ({', '.join(keys[:shown])}{more})"

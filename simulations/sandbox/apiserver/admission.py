@@ -191,24 +191,7 @@ class Admission:
         dry_run: bool,
     ) -> None:
         uid = str(uuid.uuid4())
-        request: dict[str, Any] = {
-            "uid": uid,
-            "kind": {"group": rtype.group, "version": rtype.version, "kind": rtype.kind},
-            "resource": {"group": rtype.group, "version": rtype.version, "resource": rtype.plural},
-            "requestKind": {"group": rtype.group, "version": rtype.version, "kind": rtype.kind},
-            "requestResource": {"group": rtype.group, "version": rtype.version, "resource": rtype.plural},
-            "name": name or "",
-            "operation": operation,
-            "userInfo": SANDBOX_USER,
-            "object": result.obj,
-            "oldObject": old,
-            "dryRun": dry_run,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": f"{operation.capitalize()}Options"},
-        }
-        if namespace is not None:
-            request["namespace"] = namespace
-        if subresource is not None:
-            request["subResource"] = subresource
+        request = _review_request(uid, operation, rtype, namespace, name, subresource, result.obj, old, dry_run)
         resource = rtype.qualified_plural
         try:
             response = await self._post(
@@ -230,23 +213,7 @@ class Admission:
         result.warnings.extend(str(w) for w in response.get("warnings") or [])
         if not allowed:
             raise _denial(webhook.name, response.get("status") or {})
-        patch = response.get("patch")
-        if patch is None:
-            return
-        if webhook.type == "Validating":
-            raise ApiError(500, f'Internal error occurred: validating webhook "{webhook.name}" returned a patch')
-        if response.get("patchType") != "JSONPatch":
-            raise ApiError(
-                500,
-                f'Internal error occurred: webhook "{webhook.name}" returned patchType {response.get("patchType")!r}',
-            )
-        try:
-            operations = json.loads(base64.b64decode(str(patch), validate=True))
-            result.obj = jsonpatch.apply_patch(result.obj, operations)
-        except (binascii.Error, ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-            raise ApiError(
-                500, f'Internal error occurred: webhook "{webhook.name}" returned a patch that does not apply: {error}'
-            ) from None
+        _apply_patch(webhook, response, result)
 
     # ------------------------------------------------------------------------- transport
 
@@ -334,3 +301,57 @@ def _denial(name: str, status: Mapping[str, Any]) -> ApiError:
     if status.get("details"):
         error.details = dict(status["details"])
     return error
+
+
+def _review_request(
+    uid: str,
+    operation: str,
+    rtype: ResourceType,
+    namespace: str | None,
+    name: str | None,
+    subresource: str | None,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """The AdmissionReview's ``request``, as kube-apiserver fills it in."""
+    request: dict[str, Any] = {
+        "uid": uid,
+        "kind": {"group": rtype.group, "version": rtype.version, "kind": rtype.kind},
+        "resource": {"group": rtype.group, "version": rtype.version, "resource": rtype.plural},
+        "requestKind": {"group": rtype.group, "version": rtype.version, "kind": rtype.kind},
+        "requestResource": {"group": rtype.group, "version": rtype.version, "resource": rtype.plural},
+        "name": name or "",
+        "operation": operation,
+        "userInfo": SANDBOX_USER,
+        "object": obj,
+        "oldObject": old,
+        "dryRun": dry_run,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": f"{operation.capitalize()}Options"},
+    }
+    if namespace is not None:
+        request["namespace"] = namespace
+    if subresource is not None:
+        request["subResource"] = subresource
+    return request
+
+
+def _apply_patch(webhook: Webhook, response: dict[str, Any], result: AdmissionResult) -> None:
+    """A mutating webhook's JSONPatch applied to ``result.obj``; any other patch is the webhook's error."""
+    patch = response.get("patch")
+    if patch is None:
+        return
+    if webhook.type == "Validating":
+        raise ApiError(500, f'Internal error occurred: validating webhook "{webhook.name}" returned a patch')
+    if response.get("patchType") != "JSONPatch":
+        raise ApiError(
+            500,
+            f'Internal error occurred: webhook "{webhook.name}" returned patchType {response.get("patchType")!r}',
+        )
+    try:
+        operations = json.loads(base64.b64decode(str(patch), validate=True))
+        result.obj = jsonpatch.apply_patch(result.obj, operations)
+    except (binascii.Error, ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+        raise ApiError(
+            500, f'Internal error occurred: webhook "{webhook.name}" returned a patch that does not apply: {error}'
+        ) from None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
@@ -71,6 +72,51 @@ def compress_indexes(indexes: set[int]) -> str:
         else:
             ranges.append([index, index])
     return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+@dataclass
+class PodCounts:
+    """A Job's pods as the Job controller counts them."""
+
+    live: list[dict[str, Any]]  # neither terminal nor terminating
+    failed: int
+    done: set[int]  # completed indexes (Indexed mode)
+    succeeded: int
+    completions: int
+    indexed: bool
+    backoff_limit: int
+
+    @staticmethod
+    def of(pods: list[dict[str, Any]], spec: dict[str, Any]) -> PodCounts:
+        live = [p for p in pods if _phase(p) not in TERMINAL_PHASES and not p["metadata"].get("deletionTimestamp")]
+        indexed = spec.get("completionMode") == "Indexed"
+        completions = int(spec.get("completions") or spec.get("parallelism") or 1)
+        if indexed:
+            done = {i for p in pods if _phase(p) == "Succeeded" and (i := _index(p)) is not None and i < completions}
+            succeeded = len(done)
+        else:
+            done = set()
+            succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
+        failed = sum(1 for p in pods if _phase(p) == "Failed")
+        return PodCounts(live, failed, done, succeeded, completions, indexed, int(spec.get("backoffLimit", 6)))
+
+
+def _finish_conditions(
+    job: dict[str, Any], status: dict[str, Any], counts: PodCounts
+) -> tuple[list[dict[str, Any]], bool]:
+    """The Job's conditions once its pods are counted, and whether it is finished (Failed or Complete)."""
+    conditions: list[dict[str, Any]] = status.get("conditions") or []
+    finished = is_true(job, "Complete") or is_true(job, "Failed")
+    if not finished and counts.failed > counts.backoff_limit:
+        conditions = set_condition(conditions, "FailureTarget", True, *BACKOFF_LIMIT_EXCEEDED)
+        conditions = set_condition(conditions, "Failed", True, *BACKOFF_LIMIT_EXCEEDED)
+        finished = True
+    elif not finished and counts.succeeded >= counts.completions:
+        conditions = set_condition(conditions, "SuccessCriteriaMet", True, *COMPLETIONS_REACHED)
+        conditions = set_condition(conditions, "Complete", True, *COMPLETIONS_REACHED)
+        status["completionTime"] = now_text()
+        finished = True
+    return conditions, finished
 
 
 class JobController:
@@ -150,29 +196,12 @@ class JobController:
             return wait
         spec = job.get("spec") or {}
         status = copy.deepcopy(job.get("status") or {})
-        pods = self._pods_of(uid)
-        live = [p for p in pods if _phase(p) not in TERMINAL_PHASES and not p["metadata"].get("deletionTimestamp")]
-        failed = sum(1 for p in pods if _phase(p) == "Failed")
-        indexed = spec.get("completionMode") == "Indexed"
-        completions = int(spec.get("completions") or spec.get("parallelism") or 1)
+        counts = PodCounts.of(self._pods_of(uid), spec)
+        live, failed, done, succeeded = counts.live, counts.failed, counts.done, counts.succeeded
+        completions, indexed = counts.completions, counts.indexed
         if indexed:
-            done = {i for p in pods if _phase(p) == "Succeeded" and (i := _index(p)) is not None and i < completions}
-            succeeded = len(done)
             status["completedIndexes"] = compress_indexes(done)
-        else:
-            done = set()
-            succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
-        conditions = status.get("conditions") or []
-        finished = is_true(job, "Complete") or is_true(job, "Failed")
-        if not finished and failed > int(spec.get("backoffLimit", 6)):
-            conditions = set_condition(conditions, "FailureTarget", True, *BACKOFF_LIMIT_EXCEEDED)
-            conditions = set_condition(conditions, "Failed", True, *BACKOFF_LIMIT_EXCEEDED)
-            finished = True
-        elif not finished and succeeded >= completions:
-            conditions = set_condition(conditions, "SuccessCriteriaMet", True, *COMPLETIONS_REACHED)
-            conditions = set_condition(conditions, "Complete", True, *COMPLETIONS_REACHED)
-            status["completionTime"] = now_text()
-            finished = True
+        conditions, finished = _finish_conditions(job, status, counts)
         suspended = bool(spec.get("suspend"))
         if finished or suspended:
             await self._delete_pods(uid, live)
