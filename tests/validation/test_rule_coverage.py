@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -17,15 +18,19 @@ from typing import Any
 import pytest
 import yaml
 
+import runtimes.validation
 import scheduler.api.admission_check_rules
 import scheduler.api.checks
 import scheduler.api.field_rules
+import scheduler.api.job_validation
 import scheduler.api.quota_validation
 import scheduler.api.validation
 from tests.validation.kueue_rule_cases import KUEUE_RULE_CASES
-from tests.validation.test_webhook_cli_parity import KUEUE_CASES, cli_message, request
+from tests.validation.test_webhook_cli_parity import KUEUE_CASES, REPO, TRAINJOB_CASES, cli_message, request
+from tests.validation.trainer_rule_cases import TRAINER_RULE_CASES
 from webhooks.handlers import kueue as kueue_handler
-from webhooks.objects import ObjectCache
+from webhooks.handlers import trainjobs as trainjobs_handler
+from webhooks.objects import ObjectCache, load_directory
 
 RULE_MODULES = [
     scheduler.api.checks,
@@ -67,8 +72,19 @@ def rule_sites(module: Any) -> dict[tuple[int, int], str]:
     return sites
 
 
-def test_every_kueue_rule_has_a_case() -> None:
-    files = {str(Path(m.__file__).resolve()): m for m in RULE_MODULES}
+# Rules only an UPDATE can break: the CLI reads new objects.
+UPDATE_ONLY = (
+    "immutable",
+    "cannot be removed",
+    "cannot be added to a running job",
+    "can only be modified",
+    "cannot be modified",
+)
+
+
+def _trace(modules: list[Any], run: Callable[[], object]) -> dict[str, set[int]]:
+    """The lines of ``modules`` that ``run`` executed, per file."""
+    files = {str(Path(m.__file__).resolve()) for m in modules}
     executed: dict[str, set[int]] = {name: set() for name in files}
 
     def tracer(frame: FrameType, event: str, arg: object) -> Any:
@@ -86,15 +102,24 @@ def test_every_kueue_rule_has_a_case() -> None:
     previous = sys.gettrace()
     sys.settrace(tracer)
     try:
-        for _, document in [*KUEUE_CASES, *KUEUE_RULE_CASES]:
-            kueue_handler.validate(request(document, document["kind"]), ObjectCache())
+        run()
     finally:
         sys.settrace(previous)
+    return executed
+
+
+def test_every_kueue_rule_has_a_case() -> None:
+    documents = [d for _, d in [*KUEUE_CASES, *KUEUE_RULE_CASES]]
+    executed = _trace(
+        RULE_MODULES,
+        lambda: [kueue_handler.validate(request(d, d["kind"]), ObjectCache()) for d in documents],
+    )
     missing = []
-    for filename, module in files.items():
+    for module in RULE_MODULES:
+        filename = str(Path(module.__file__).resolve())
         for (first, last), segment in rule_sites(module).items():
-            if "immutable" in segment:
-                continue  # only an UPDATE breaks it
+            if any(word in segment for word in UPDATE_ONLY):
+                continue
             if "unknown.dotted" in segment:
                 continue  # --strict, the CLI's choice; the webhook warns (test_unknown_fields_are_the_webhooks_warnings)
             if '"metadata.name", problem)]' in segment and first > 130:
@@ -106,6 +131,66 @@ def test_every_kueue_rule_has_a_case() -> None:
                 continue
             if "is not validated here" in segment:
                 continue  # a guard: check_object hands validate_kueue_object only the kinds it validates
+            if not executed[filename] & set(range(first, last + 1)):
+                missing.append(f"{Path(filename).name}:{first}: {segment.splitlines()[0].strip()}")
+    assert missing == [], "rules without a parity case:\n" + "\n".join(missing)
+
+
+# --------------------------------------------------------------------------- Trainer's rules
+
+TRAINER_RULE_MODULES = [runtimes.validation, scheduler.api.job_validation]
+
+
+@pytest.fixture(scope="module")
+def runtime_cache() -> ObjectCache:
+    cache = ObjectCache()
+    load_directory(REPO / "manifests" / "runtimes", cache)
+    return cache
+
+
+@pytest.mark.parametrize(
+    ("document", "commands"), [c[1:] for c in TRAINER_RULE_CASES], ids=[c[0] for c in TRAINER_RULE_CASES]
+)
+def test_trainer_rule_same_message(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    runtime_cache: ObjectCache,
+    document: dict[str, Any],
+    commands: tuple[str, ...],
+) -> None:
+    verdict = trainjobs_handler.validate(request(document, "TrainJob"), runtime_cache)
+    assert not verdict.allowed
+    assert verdict.message
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    for command in commands:
+        message = cli_message(tmp_path, capsys, [command, str(path)])
+        if "runtime" in verdict.message and message != verdict.message:
+            # The CLI searches files, not a cluster: after the webhook's words it says where it looked.
+            assert message.startswith(verdict.message + " ("), command
+            assert "--runtime FILE" in message
+        else:
+            assert message == verdict.message, command
+
+
+def test_every_trainjob_rule_has_a_case(runtime_cache: ObjectCache) -> None:
+    documents = [d for _, d in TRAINJOB_CASES] + [c[1] for c in TRAINER_RULE_CASES]
+    executed = _trace(
+        TRAINER_RULE_MODULES,
+        lambda: [trainjobs_handler.validate(request(d, "TrainJob"), runtime_cache) for d in documents],
+    )
+    missing = []
+    for module in TRAINER_RULE_MODULES:
+        filename = str(Path(module.__file__).resolve())
+        for (first, last), segment in rule_sites(module).items():
+            if any(word in segment for word in UPDATE_ONLY):
+                continue
+            if "a TrainingRuntime serves its own namespace only" in segment:
+                # the webhook looks a TrainingRuntime up in the TrainJob's namespace, so it answers
+                # "does not exist" (reached); only the CLI, reading files, can find it elsewhere
+                continue
+            if "check_podset_topology" in segment or "p.at_placement" in segment:
+                continue  # TAS annotations: pod templates, the runtimes' (their table is in tests/upstream)
             if not executed[filename] & set(range(first, last + 1)):
                 missing.append(f"{Path(filename).name}:{first}: {segment.splitlines()[0].strip()}")
     assert missing == [], "rules without a parity case:\n" + "\n".join(missing)
