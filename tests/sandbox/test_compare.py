@@ -94,3 +94,19 @@ def test_recorded_simulation_keeps_every_played_decision() -> None:
     assert preempted == result.summary["preemptions"]["total"]
     assert admitted == result.summary["jobs"]["admitted"] + preempted  # a preempted job is admitted again
     assert len(record.jobs) == 30
+
+
+def test_a_paced_report_says_why_decisions_differ_and_a_lockstep_one_that_timing_is_not_why() -> None:
+    from trainyard.cli.simulate_sandbox import why_they_differ
+
+    report: dict[str, Any] = {
+        "clock": "wall clock sped up 600x",
+        "simulator": {"cycles": 120},
+        "sandbox": {"cycles": 97},
+        "comparison": {"admission_time_skew_seconds": {"mean": 0.8, "max": 3.5}},
+    }
+    paced = why_they_differ(report)
+    assert "share one admission cycle (simulator 120 cycles, sandbox 97)" in paced
+    assert "skew mean 0.8 s, max 3.5 s" in paced
+    report["clock"] = "lockstep virtual time"
+    assert "not timing" in why_they_differ(report)

@@ -159,6 +159,25 @@ def _print(report: dict[str, Any]) -> None:
         console.print(f"first difference: job {first['job']}")
         console.print(f"  simulator: {'; '.join(first['simulator']) or 'no decision'}")
         console.print(f"  sandbox:   {'; '.join(first['sandbox']) or 'no decision'}")
+        console.print(why_they_differ(report), highlight=False)
+
+
+def why_they_differ(report: dict[str, Any]) -> str:
+    """Why a run's decisions can differ from the simulator's: batching into cycles, or clock skew."""
+    comparison = report["comparison"]
+    cycles = (report["simulator"]["cycles"], report["sandbox"]["cycles"])
+    skew = comparison.get("admission_time_skew_seconds") or {}
+    if report["clock"].startswith("lockstep"):
+        return (
+            "in lockstep every instant gets its own admission cycle, as in the simulator: a difference here is "
+            "a disagreement between the service and the simulator, not timing"
+        )
+    return (
+        f"why: on a sped-up wall clock, arrivals closer than the controller's debounce share one admission cycle "
+        f"(simulator {cycles[0]} cycles, sandbox {cycles[1]}), so a job can be tried beside or before another it "
+        f"followed in the simulator; and decisions are stamped at the wall clock's reading "
+        f"(admission time skew mean {skew.get('mean', '-')} s, max {skew.get('max', '-')} s of virtual time)"
+    )
 
 
 def _text(value: Any) -> str:
