@@ -101,17 +101,20 @@ class JobDocument:
 
 
 def pod_template(value: Any, path: str) -> dict[str, Any]:
-    """A pod template checked against the PodTemplateSpec schema (errors name ``path``)."""
+    """A pod template checked against the PodTemplateSpec schema. Errors name ``path`` (where the
+    template is in the job); ``path`` is empty for a Pod, whose own metadata and spec are the template."""
+
+    def at(field: str) -> str:
+        return ".".join(part for part in (path, field) if part) or "spec"
+
     if not isinstance(value, dict):
         raise JobError([FieldError(path, "is required: the pod template of this role")])
     try:
         PodTemplateSpec.model_validate(value)
     except ValidationError as error:
-        raise JobError(
-            [FieldError(f"{path}.{e.path}" if e.path else path, e.message) for e in errors_from_pydantic(error)]
-        ) from None
+        raise JobError([FieldError(at(e.path), e.message) for e in errors_from_pydantic(error)]) from None
     if not (value.get("spec") or {}).get("containers"):
-        raise JobError([FieldError(f"{path}.spec.containers", "must list at least one container")])
+        raise JobError([FieldError(at("spec.containers"), "must list at least one container")])
     return value
 
 

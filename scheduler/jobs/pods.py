@@ -31,7 +31,7 @@ MAX_ROLES = 8
 
 def _template_of(pod: JobDocument) -> dict[str, Any]:
     metadata = {key: pod.metadata[key] for key in ("labels", "annotations") if key in pod.metadata}
-    return pod_template({"metadata": metadata, "spec": pod.spec}, "spec")
+    return pod_template({"metadata": metadata, "spec": pod.spec}, "")
 
 
 def role_hash(pod: JobDocument) -> str:

@@ -303,3 +303,57 @@ def test_admit_names_a_jobset_field_by_its_path_from_the_object(tmp_path: Path, 
     assert "spec.spec." not in err
     derived = derive_workloads([JobDocument(yaml.safe_load(jobset))])
     assert [error.path for _, problem in derived.problems for error in problem.errors] == [path.split(":")[0]]
+
+
+BAD_CPU = "[{name: c, image: busybox, resources: {requests: {cpu: lots}}}]"
+META = "metadata: {name: sample, namespace: default, labels: {kueue.x-k8s.io/queue-name: user-queue}}"
+
+
+def with_containers(head: str, nesting: list[str], containers: str) -> str:
+    """``head`` (apiVersion and kind), then ``nesting`` keys down to ``containers``, in block YAML."""
+    lines = [head, META]
+    for depth, key in enumerate(nesting):
+        lines.append("  " * depth + f"{key}:")
+    lines.append("  " * len(nesting) + f"containers: {containers}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        (
+            with_containers("apiVersion: v1\nkind: Pod", ["spec"], "[]"),
+            "spec.containers: must list at least one",
+        ),
+        (
+            with_containers("apiVersion: v1\nkind: Pod", ["spec"], BAD_CPU),
+            "spec.containers[0].resources.requests.cpu: 'lots' is not a Kubernetes quantity",
+        ),
+        (
+            with_containers("apiVersion: batch/v1\nkind: Job", ["spec", "template", "spec"], BAD_CPU),
+            "spec.template.spec.containers[0].resources.requests.cpu: 'lots'",
+        ),
+        (
+            with_containers(
+                "apiVersion: kubeflow.org/v1\nkind: PyTorchJob",
+                ["spec", "pytorchReplicaSpecs", "Master", "template", "spec"],
+                BAD_CPU,
+            ),
+            "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].resources.requests.cpu: 'lots'",
+        ),
+        (
+            "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\n"
+            + META
+            + "\nspec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        template:\n"
+            + f"          spec:\n            containers: {BAD_CPU}\n",
+            "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.requests.cpu: 'lots'",
+        ),
+    ],
+    ids=["pod-no-containers", "pod-bad-quantity", "batch-job", "pytorchjob", "jobset"],
+)
+def test_admit_names_a_pod_template_field_by_its_path_in_the_job(tmp_path: Path, document: str, path: str) -> None:
+    """A Pod's own spec is its template: its fields are spec.containers, not spec.spec.containers."""
+    code, _, err = admit(tmp_path, QUEUES, document)
+    assert code == 2, err
+    assert path in err
+    assert "spec.spec." not in err
