@@ -25,6 +25,7 @@ on one host); ``first-fit``, ``kueue-bestfit`` and ``random`` are the baselines 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,7 @@ class SaturationResult:
     allocation_at_full_demand: float | None = None  # allocated share when arrived demand first reached 100 %
     fragmentation: dict[str, Any] = field(default_factory=dict)
     curve: list[tuple[float, float]] = field(default_factory=list)  # (arrived share, allocated share)
+    refused_pods: list[dict[str, Any]] = field(default_factory=list)  # each refusal, with why
 
     def to_dict(self) -> dict[str, Any]:
         capacity = self.capacity_gpus or 1
@@ -115,7 +117,9 @@ class SaturationResult:
             else self.first_refusal["allocation_ratio"],
             "allocation_ratio_at_full_demand": self.allocation_at_full_demand,
             "fragmentation": self.fragmentation,
+            "refusals": dict(Counter(pod["kind"] for pod in self.refused_pods).most_common()),
             "curve": [[round(a, 4), round(b, 4)] for a, b in self.curve],
+            "refused_pods": self.refused_pods,
         }
 
 
@@ -156,6 +160,10 @@ class SaturationReplay:
                 result.allocated_gpus += job.gpus
             else:
                 result.refused += 1
+                kind, reason = self.refusal(job)
+                result.refused_pods.append(
+                    {"pod": job.name, "index": i, "gpus": job.gpus, "kind": kind, "reason": reason}
+                )
                 if job.gpus:
                     self.refused_shapes.add((job.gpus_per_node, job.cpu_milli, job.memory_mib, job.gpu_models))
                 if result.first_refusal is None:
@@ -172,6 +180,31 @@ class SaturationReplay:
                 result.curve.append((result.arrived_gpus / capacity, result.allocated_gpus / capacity))
         result.fragmentation = self._fragmentation()
         return result
+
+    def refusal(self, job: JobSpec) -> tuple[str, str]:
+        """Why no node took ``job`` when it arrived: (kind, words). Kinds: ``never-fits`` (no
+        allowed node holds it even empty), ``gpus`` (no allowed node has its GPUs free),
+        ``cpu-memory`` (nodes with its GPUs free lack CPU or memory)."""
+        state = self.placer.state
+        rows = state.resource_index
+        need = _requests(job)
+        models = np.array([labels.get(GPU_PRODUCT_LABEL, "") for labels in state.labels])
+        allowed = state.usable & (np.isin(models, job.gpu_models) if job.gpu_models else True)
+        where = f"{'/'.join(job.gpu_models)} node" if job.gpu_models else "node"
+        shape = f"{job.gpus} GPU(s), {job.cpu_milli / 1000:g} cores, {job.memory_mib / 1024:g} GiB"
+        holds = allowed.copy()
+        for resource, amount in need.items():
+            holds &= state.alloc[rows[resource]] >= amount
+        if not holds.any():
+            return "never-fits", f"no {where} holds {shape} even empty"
+        gpus_free = holds & (state.free[rows[GPU_RESOURCE]] >= job.gpus)
+        if not gpus_free.any():
+            most = int(state.free[rows[GPU_RESOURCE]][holds].max())
+            return "gpus", f"no {where} has {job.gpus} GPU(s) free (the most on one that could hold it: {most})"
+        return "cpu-memory", (
+            f"{int(gpus_free.sum())} {where}(s) have {job.gpus} GPU(s) free, but none of them also has "
+            f"{job.cpu_milli / 1000:g} cores and {job.memory_mib / 1024:g} GiB free"
+        )
 
     def _fragmentation(self) -> dict[str, Any]:
         """Free GPUs on nodes where none of the refused GPU pods fits, against all free GPUs."""

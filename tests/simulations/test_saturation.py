@@ -89,6 +89,12 @@ def test_cli_saturation_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     report = json.loads(capsys.readouterr().out)
     assert [row["policy"] for row in report["policies"]] == ["first-fit", "random"]
     assert {"allocation_ratio_at_first_refusal", "unallocated_gpus", "fragmentation"} <= set(report["policies"][0])
+    refused = report["policies"][1]["refused"]
+    assert refused > 0
+    assert main(args[:-1]) == 0  # the table, then the refusals in words
+    printed = capsys.readouterr().out
+    assert "first-fit: 0 pod(s) refused (none)" in printed
+    assert f"random: {refused} pod(s) refused ({refused} gpus)" in printed
 
 
 @pytest.mark.parametrize(
@@ -154,3 +160,24 @@ def test_on_the_openb_trace_packing_allocates_more_than_random_before_the_first_
     for policy in ("trainyard", "first-fit"):
         assert rows[policy]["allocation_ratio_at_first_refusal"] > random + 0.3, policy
         assert rows[policy]["unallocated_gpus"] < rows["random"]["unallocated_gpus"], policy
+
+
+def test_every_refused_pod_is_listed_with_why(tmp_path: Path) -> None:
+    nodes = ["node-0,32000,262144,8,G2\n", "node-1,32000,262144,8,G2\n"]
+    pods = [
+        "a,16000,8192,8,1000,,LS,Running,0,100,0\n",  # fills node-0's GPUs
+        "b,8000,8192,4,1000,,LS,Running,1,100,1\n",  # node-1: 4 GPUs and 24 cores left
+        "c,8000,8192,8,1000,,LS,Running,2,100,2\n",  # no node has 8 GPUs free
+        "d,30000,8192,1,1000,,LS,Running,3,100,3\n",  # node-1 has the GPU free, not 30 cores
+        "e,64000,8192,1,1000,,LS,Running,4,100,4\n",  # 64 cores: no node, even empty
+    ]
+    report = run_saturation(trace_dir(tmp_path, nodes, pods), ["first-fit"], seed=1)
+    (row,) = report["policies"]
+    refused = {pod["pod"]: pod for pod in row["refused_pods"]}
+    assert list(refused) == ["c", "d", "e"]
+    assert len(refused) == row["refused"]
+    assert [refused[name]["kind"] for name in ("c", "d", "e")] == ["gpus", "cpu-memory", "never-fits"]
+    assert "the most on one that could hold it: 4" in refused["c"]["reason"]
+    assert "1 node(s) have 1 GPU(s) free, but none of them also has 30 cores" in refused["d"]["reason"]
+    assert "no node holds 1 GPU(s), 64 cores, 8 GiB even empty" in refused["e"]["reason"]
+    assert row["refusals"] == {"gpus": 1, "cpu-memory": 1, "never-fits": 1}

@@ -35,6 +35,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         console = Console()
         console.print(saturation_table(report))
+        for row in report["policies"]:
+            kinds = ", ".join(f"{count:,} {kind}" for kind, count in row["refusals"].items()) or "none"
+            console.print(f"{row['policy']}: {row['refused']:,} pod(s) refused ({kinds})")
+        console.print(
+            "refused: gpus = no node that could hold the pod had its GPUs free; cpu-memory = nodes had the GPUs "
+            "free but not the CPU and memory besides; never-fits = no node holds it even empty. Every refused "
+            "pod and why: --json, under refused_pods"
+        )
         if args.out is not None:
             console.print(f"wrote {args.out}/saturation.json and saturation.png")
     return 0
