@@ -112,6 +112,84 @@ def _batch(step: int, rank: int, world_size: int, batch_size: int, seed: int) ->
     return inputs, labels
 
 
+def _join_process_group(rank: int, world_size: int) -> bool:
+    """Start the gloo process group when launched as a rank (MASTER_ADDR set); whether this call started it."""
+    import torch.distributed as dist
+
+    if dist.is_initialized() or "MASTER_ADDR" not in os.environ:
+        return False
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    return True
+
+
+def _checkpoint(
+    step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, out: Path, rank: int, distributed: bool
+) -> None:
+    """Rank 0 writes the checkpoint; every rank waits for it, so none runs ahead of a restart point."""
+    import torch.distributed as dist
+
+    if rank == 0:
+        _save_atomically(
+            {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()},
+            out / CHECKPOINT_DIR / f"step-{step:06d}.pt",
+        )
+    if distributed:
+        dist.barrier()
+
+
+def _resume(model: torch.nn.Module, optimizer: torch.optim.Optimizer, out: Path, rank: int) -> int:
+    """Load the latest checkpoint under ``out`` into the model and optimizer; the step to start at."""
+    import torch
+
+    latest = _latest_checkpoint(out)
+    if latest is None:
+        return 1
+    state = torch.load(latest, map_location="cpu", weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if rank == 0:
+        print(f"resumed from checkpoint {latest.name} at step {state['step']}", flush=True)
+    return int(state["step"]) + 1
+
+
+def _step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: torch.nn.Module,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    world_size: int | None,
+) -> float:
+    """One optimizer step; the loss, averaged over the ranks when ``world_size`` is given (distributed)."""
+    import torch
+    import torch.distributed as dist
+
+    optimizer.zero_grad()
+    loss = loss_fn(model(inputs), labels)
+    loss.backward()
+    optimizer.step()
+    loss_value = float(loss.detach())
+    if world_size is None:
+        return loss_value
+    averaged = torch.tensor([loss_value])
+    dist.all_reduce(averaged)
+    return float(averaged) / world_size
+
+
+def _metrics_line(step: int, steps: int, loss: float, samples_per_step: int, seconds_per_step: float) -> str:
+    """The progress line Trainer's progress tracking reads."""
+    return format_metrics_line(
+        {
+            "step": step,
+            "total_steps": steps,
+            "loss": round(loss, 6),
+            "samples_per_second": round(samples_per_step / seconds_per_step, 1),
+            "progress_percentage": int(100 * step / steps),
+            "estimated_remaining_seconds": int((steps - step) * seconds_per_step),
+        }
+    )
+
+
 def train(
     steps: int = 30,
     batch_size: int = 32,
@@ -128,10 +206,7 @@ def train(
 
     rank = int(os.environ.get("RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    started_group = False
-    if not dist.is_initialized() and "MASTER_ADDR" in os.environ:
-        dist.init_process_group("gloo", rank=rank, world_size=world_size)
-        started_group = True
+    started_group = _join_process_group(rank, world_size)
     distributed = dist.is_initialized()
     out = Path(output_dir or os.environ.get("TRAINYARD_OUTPUT_DIR") or "output")
     fault = FaultInjection.from_env()
@@ -140,15 +215,7 @@ def train(
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
-    start_step = 1
-    latest = _latest_checkpoint(out)
-    if latest is not None:
-        state = torch.load(latest, map_location="cpu", weights_only=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        start_step = int(state["step"]) + 1
-        if rank == 0:
-            print(f"resumed from checkpoint {latest.name} at step {state['step']}", flush=True)
+    start_step = _resume(model, optimizer, out, rank)
     print(f"rank {rank}/{world_size} starting at step {start_step} (attempt {attempt})", flush=True)
     ddp_model: torch.nn.Module = DistributedDataParallel(model) if distributed else model
     loss_fn = torch.nn.MSELoss()
@@ -161,43 +228,16 @@ def train(
             sys.stderr.flush()
             os._exit(fault.exit_code)  # a crash, not a clean exit: no teardown of the process group
         inputs, labels = _batch(step, rank, world_size, batch_size, seed)
-        optimizer.zero_grad()
-        loss = loss_fn(ddp_model(inputs), labels)
-        loss.backward()
-        optimizer.step()
-        loss_value = float(loss.detach())
-        if distributed:
-            averaged = torch.tensor([loss_value])
-            dist.all_reduce(averaged)
-            loss_value = float(averaged) / world_size
+        loss_value = _step(ddp_model, optimizer, loss_fn, inputs, labels, world_size if distributed else None)
         first_loss = loss_value if step == start_step else first_loss
         last_loss = loss_value
         if step_delay:
             time.sleep(step_delay)
         if rank == 0:
-            elapsed = max(time.perf_counter() - window_start, 1e-9)
-            seconds_per_step = elapsed / window_steps
-            print(
-                format_metrics_line(
-                    {
-                        "step": step,
-                        "total_steps": steps,
-                        "loss": round(loss_value, 6),
-                        "samples_per_second": round(batch_size * world_size / seconds_per_step, 1),
-                        "progress_percentage": int(100 * step / steps),
-                        "estimated_remaining_seconds": int((steps - step) * seconds_per_step),
-                    }
-                ),
-                flush=True,
-            )
+            seconds_per_step = max(time.perf_counter() - window_start, 1e-9) / window_steps
+            print(_metrics_line(step, steps, loss_value, batch_size * world_size, seconds_per_step), flush=True)
         if step % checkpoint_every == 0 or step == steps:
-            if rank == 0:
-                _save_atomically(
-                    {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()},
-                    out / CHECKPOINT_DIR / f"step-{step:06d}.pt",
-                )
-            if distributed:
-                dist.barrier()
+            _checkpoint(step, model, optimizer, out, rank, distributed)
     if rank == 0:
         _save_atomically(model.state_dict(), out / FINAL_MODEL)
         print(f"final model written to {out / FINAL_MODEL}", flush=True)
