@@ -167,12 +167,22 @@ class ContainerOverride(KubeModel):
     volume_mounts: list[dict[str, Any]] | None = None
 
 
-class PodTemplateOverrideSpec(KubeModel):
-    """serviceAccountName, nodeSelector, affinity, tolerations, volumes, schedulingGates,
-    imagePullSecrets are kept as extras and merged as written."""
+class PodOverrideFields(KubeModel):
+    """The pod spec fields an override may set (Trainer's PodTemplateSpecOverride; v2.0's
+    PodSpecOverride had the same ones but imagePullSecrets), merged as written."""
 
-    containers: list[ContainerOverride] | None = None
+    service_account_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    volumes: list[dict[str, Any]] | None = None
     init_containers: list[ContainerOverride] | None = None
+    containers: list[ContainerOverride] | None = None
+    scheduling_gates: list[dict[str, Any]] | None = None
+
+
+class PodTemplateOverrideSpec(PodOverrideFields):
+    image_pull_secrets: list[dict[str, Any]] | None = None
 
 
 class PodTemplateOverride(KubeModel):
@@ -181,14 +191,11 @@ class PodTemplateOverride(KubeModel):
     spec: PodTemplateOverrideSpec | None = None
 
 
-class PodSpecOverride(KubeModel):
+class PodSpecOverride(PodOverrideFields):
     """podSpecOverrides (Trainer v2.0), podTemplateOverrides' predecessor: the pod spec fields
-    written inline next to ``targetJobs``. serviceAccountName, nodeSelector, affinity,
-    tolerations, volumes and schedulingGates are kept as extras and merged as written."""
+    written inline next to ``targetJobs``."""
 
     target_jobs: list[TargetJob] = Field(default_factory=list)
-    containers: list[ContainerOverride] | None = None
-    init_containers: list[ContainerOverride] | None = None
 
     def pod_spec(self) -> dict[str, Any]:
         """The override's pod spec fields (everything but ``targetJobs``)."""

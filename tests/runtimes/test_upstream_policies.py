@@ -8,6 +8,7 @@ import pytest
 
 from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
 from runtimes.errors import RenderError
+from runtimes.k8s.fields import unknown_fields
 from runtimes.render import RenderedTrainJob, render_trainjob
 from runtimes.runtime_validation import validate_jobset_spec, validate_runtime
 from runtimes.validation import validate_trainjob_update
@@ -283,3 +284,25 @@ def test_pod_spec_overrides_change_only_around_a_suspension() -> None:
     assert "PodSpecOverrides can only be modified when the TrainJob is suspended" in error.message
     assert validate_trainjob_update(job("b", suspend=True), job("a", suspend=False)) == []
     assert validate_trainjob_update(job("a", suspend=False), job("a", suspend=False)) == []
+
+
+def test_every_pod_override_field_of_trainer_is_known() -> None:
+    """Trainer's override fields are read, not reported as unknown (or dropped)."""
+    fields: dict[str, Any] = {
+        "serviceAccountName": "trainer",
+        "nodeSelector": {"pool": "a"},
+        "affinity": {"nodeAffinity": {}},
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "volumes": [{"name": "v", "emptyDir": {}}],
+        "schedulingGates": [{"name": "gate"}],
+        "containers": [{"name": "node", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
+        "initContainers": [{"name": "init", "env": [{"name": "A", "value": "1"}]}],
+    }
+    data = trainjob("torch").to_dict()
+    data["spec"]["podSpecOverrides"] = [{"targetJobs": [{"name": "node"}], **fields}]
+    data["spec"]["podTemplateOverrides"] = [
+        {"targetJobs": [{"name": "node"}], "spec": {**fields, "imagePullSecrets": [{"name": "registry"}]}}
+    ]
+    job = TrainJob.model_validate(data)
+    assert unknown_fields(job) == []
+    assert job.to_dict() == data
