@@ -95,17 +95,14 @@ def render_table(results: Sequence[SimulationResult], console: Console) -> None:
         queues = result.summary["queue_wait_seconds"]
         if len(queues) > 12:
             continue
-        per_queue = Table(title=f"{result.scenario}: per ClusterQueue")
-        for column in (
-            "ClusterQueue",
-            "wait p50",
-            "wait p95",
-            "wait p99",
-            "share of use",
-            "nominal share",
-            "borrowed (mean)",
-        ):
-            per_queue.add_column(column, justify="right" if column != "ClusterQueue" else "left")
+        unit = result.summary["unit"]
+        per_queue = Table(
+            title=f"{result.scenario}: per ClusterQueue (waits in s; use and quota: shares of the total; "
+            f"borrowed: mean {unit} above quota)"
+        )
+        per_queue.add_column("ClusterQueue", no_wrap=True)
+        for column in ("wait p50", "wait p95", "wait p99", "use", "quota", "borrowed"):
+            per_queue.add_column(column, justify="right")
         for queue, waits in queues.items():
             share = result.summary["fair_share"][queue]
             per_queue.add_row(
