@@ -110,10 +110,20 @@ class ContainerPatch(KubeModel):
 
 
 class PodSpecPatch(KubeModel):
-    """Restricted pod spec fields a patch may set; unlisted fields are kept as extras."""
+    """The restricted pod spec fields a patch may set (Trainer's PodSpecPatch), merged as
+    written; any other field is kept, and reported as unknown."""
 
-    containers: list[ContainerPatch] | None = None
+    service_account_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    volumes: list[dict[str, Any]] | None = None
     init_containers: list[ContainerPatch] | None = None
+    containers: list[ContainerPatch] | None = None
+    scheduling_gates: list[dict[str, Any]] | None = None
+    image_pull_secrets: list[dict[str, Any]] | None = None
+    security_context: dict[str, Any] | None = None
+    termination_grace_period_seconds: int | None = None
 
 
 class PodTemplatePatch(KubeModel):

@@ -306,3 +306,41 @@ def test_every_pod_override_field_of_trainer_is_known() -> None:
     job = TrainJob.model_validate(data)
     assert unknown_fields(job) == []
     assert job.to_dict() == data
+
+
+def test_runtime_patch_pod_fields_of_trainer_are_known() -> None:
+    """Trainer's PodSpecPatch fields (its examples/yaml/02-runtime-patches.yaml sets several) are
+    read, not reported as unknown."""
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": "trainer",
+        "nodeSelector": {"pool": "a"},
+        "affinity": {"nodeAffinity": {}},
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "volumes": [{"name": "v", "emptyDir": {}}],
+        "schedulingGates": [{"name": "gate"}],
+        "imagePullSecrets": [{"name": "registry"}],
+        "securityContext": {"runAsNonRoot": True},
+        "terminationGracePeriodSeconds": 30,
+        "containers": [{"name": "node", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
+    }
+    data = trainjob("torch").to_dict()
+    data["spec"]["runtimePatches"] = [
+        {
+            "manager": "example.io/platform-team",
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}]
+                    }
+                }
+            },
+        }
+    ]
+    job = TrainJob.model_validate(data)
+    assert unknown_fields(job) == []
+    assert job.to_dict() == data
+    data["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"][
+        "spec"
+    ]["template"]["spec"]["hostNetwork"] = True
+    (unknown,) = unknown_fields(TrainJob.model_validate(data))
+    assert "hostNetwork" in str(unknown)
