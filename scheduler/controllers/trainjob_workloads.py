@@ -134,14 +134,7 @@ class TrainJobWorkloads:
                 f"{kind} {runtime_name!r}{where} does not exist; create it or fix spec.runtimeRef",
             )
             return ReconcileResult()
-        if not (document.get("spec") or {}).get("suspend"):
-            # Kueue's webhook creates queued jobs suspended; one that got past it is suspended now
-            await self.client.patch(
-                "TrainJob",
-                name,
-                {"metadata": {"resourceVersion": document["metadata"]["resourceVersion"]}, "spec": {"suspend": True}},
-                namespace,
-            )
+        await self._suspend(document)
         try:
             runtime_model = (
                 TrainingRuntime if kind == TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
@@ -163,6 +156,18 @@ class TrainJobWorkloads:
                 document, NORMAL, "CreatedWorkload", f"Created Workload: {namespace}/{workload.metadata.name}"
             )
         return ReconcileResult()
+
+    async def _suspend(self, document: dict[str, Any]) -> None:
+        """Kueue's webhook creates queued jobs suspended; one that got past it is suspended now."""
+        if (document.get("spec") or {}).get("suspend"):
+            return
+        metadata = document["metadata"]
+        await self.client.patch(
+            "TrainJob",
+            str(metadata["name"]),
+            {"metadata": {"resourceVersion": metadata["resourceVersion"]}, "spec": {"suspend": True}},
+            metadata.get("namespace"),
+        )
 
     async def _sync_finished(self, trainjob: dict[str, Any], workload: dict[str, Any]) -> None:
         for kind, succeeded in (("Complete", True), ("Failed", False)):

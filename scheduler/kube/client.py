@@ -198,21 +198,24 @@ class KubeClient:
                     raise WatchInactive(f"no event on the {k.kind} watch for {inactivity_timeout:g}s") from None
                 if not line:
                     return
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                event_type = str(event.get("type", ""))
-                obj = event.get("object")
-                if event_type == "ERROR":
-                    error = KubeApiError.from_status(obj)
-                    if error.status == 410:
-                        raise WatchExpired(error.status, error.reason, error.message)
-                    raise error
-                if not isinstance(obj, dict):
-                    raise KubeApiError(0, "BadResponse", f"watch event without an object: {line[:200]!r}")
-                yield WatchEvent(event_type, obj if event_type == "BOOKMARK" else self._complete(k, obj))
+                if line.strip():
+                    yield self._watch_event(k, line)
         finally:
             response.release()
+
+    def _watch_event(self, k: KubeKind, line: bytes) -> WatchEvent:
+        """One line of a watch stream; an ERROR event is raised (410 as ``WatchExpired``)."""
+        event = json.loads(line)
+        event_type = str(event.get("type", ""))
+        obj = event.get("object")
+        if event_type == "ERROR":
+            error = KubeApiError.from_status(obj)
+            if error.status == 410:
+                raise WatchExpired(error.status, error.reason, error.message)
+            raise error
+        if not isinstance(obj, dict):
+            raise KubeApiError(0, "BadResponse", f"watch event without an object: {line[:200]!r}")
+        return WatchEvent(event_type, obj if event_type == "BOOKMARK" else self._complete(k, obj))
 
     # --------------------------------------------------------------------------- writes
 
