@@ -98,20 +98,26 @@ def _label_value_errors(
     return errors
 
 
+def _immutable_while_running(
+    labels: Mapping[str, str], old_labels: Mapping[str, str], label: str, *, suspended: bool
+) -> list[FieldError]:
+    """A label that may change only while the job is suspended."""
+    value, old_value = labels.get(label), old_labels.get(label)
+    if suspended or old_value == value:
+        return []
+    return [
+        FieldError(
+            _label_path(label), f"field is immutable while the job is not suspended (was {old_value!r}, got {value!r})"
+        )
+    ]
+
+
 def _label_update_errors(
     labels: Mapping[str, str], old_labels: Mapping[str, str], *, suspended: bool
 ) -> list[FieldError]:
     """What may change on UPDATE: the queue and max execution time only while suspended; the priority
     class never removed, and added only while suspended."""
-    errors: list[FieldError] = []
-    queue, old_queue = labels.get(QUEUE_NAME_LABEL), old_labels.get(QUEUE_NAME_LABEL)
-    if not suspended and old_queue != queue:
-        errors.append(
-            FieldError(
-                _label_path(QUEUE_NAME_LABEL),
-                f"field is immutable while the job is not suspended (was {old_queue!r}, got {queue!r})",
-            )
-        )
+    errors = _immutable_while_running(labels, old_labels, QUEUE_NAME_LABEL, suspended=suspended)
     priority, old_priority = labels.get(PRIORITY_CLASS_LABEL), old_labels.get(PRIORITY_CLASS_LABEL)
     if old_priority is not None and priority is None:
         errors.append(FieldError(_label_path(PRIORITY_CLASS_LABEL), "WorkloadPriorityClass cannot be removed"))
@@ -119,14 +125,7 @@ def _label_update_errors(
         errors.append(
             FieldError(_label_path(PRIORITY_CLASS_LABEL), "WorkloadPriorityClass cannot be added to a running job")
         )
-    max_exec, old_max_exec = labels.get(MAX_EXEC_TIME_LABEL), old_labels.get(MAX_EXEC_TIME_LABEL)
-    if not suspended and old_max_exec != max_exec:
-        errors.append(
-            FieldError(
-                _label_path(MAX_EXEC_TIME_LABEL),
-                f"field is immutable while the job is not suspended (was {old_max_exec!r}, got {max_exec!r})",
-            )
-        )
+    errors += _immutable_while_running(labels, old_labels, MAX_EXEC_TIME_LABEL, suspended=suspended)
     return errors
 
 
