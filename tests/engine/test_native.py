@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -55,3 +56,10 @@ def test_the_digest_follows_every_compiled_source(tmp_path: Path, monkeypatch: p
         source.write_bytes(original + b"\n")
         assert native.source_digest() != before, name
         source.write_bytes(original)
+
+
+def test_this_process_runs_the_build_exactly_when_it_matches() -> None:
+    """What `make install` leaves behind is what the tests run: compiled when build/native
+    matches the sources (unless TRAINYARD_PURE_ENGINE is set), pure Python otherwise."""
+    built = native.STAMP.is_file() and native.STAMP.read_text().strip() == native.source_digest()
+    assert native.is_compiled() == (built and not os.environ.get(native.PURE_ENV))
