@@ -256,87 +256,105 @@ async def test_admitted_trainjob_runs_with_its_placement_and_completes(fake_api:
             return job["spec"].get("suspend") is False and condition(job, "Created") is not None
 
         await eventually(resumed, what="the TrainJob resumed with its JobSet created")
-        jobset = await client.get("JobSet", "llm", NS)
-        assert jobset["spec"]["suspend"] is False
-        assert jobset["metadata"]["labels"][MANAGED_LABEL] == "true"
-        assert jobset["metadata"]["ownerReferences"][0]["uid"] == trainjob["metadata"]["uid"]
-        assert jobset["metadata"]["ownerReferences"][0]["controller"] is True
-        pod_template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
-        assert pod_template["metadata"]["labels"][PODSET_LABEL] == "node"
-        assert pod_template["metadata"]["labels"][TAS_LABEL] == "true"
-        assert pod_template["metadata"]["annotations"][WORKLOAD_ANNOTATION] == workload
-        assert pod_template["spec"]["nodeSelector"] == {"pool": "a"}
-        assert TOLERATION in pod_template["spec"]["tolerations"]
-        assert pod_template["spec"]["schedulingGates"] == [{"name": TOPOLOGY_SCHEDULING_GATE}]
-        pod_group = await client.get("PodGroup", "llm", NS)
-        assert pod_group["spec"]["minMember"] == 4
-        # PodGroup, JobSet, the TrainJob's unsuspend: within the budget of 4 writes per admitted job.
-        await asyncio.sleep(0.2)
-        launched = writes_since(fake_api, first_request)
-        assert len(launched) <= 4, launched
-        assert built.writes.non_status_writes() <= 4, built.writes.counts
+        jobset = await check_launched_objects(client, fake_api, built, trainjob, workload, first_request)
+        await check_resumed_conditions(client)
+        await check_pods_ungated_by_rank(client, jobset)
+        await check_completion_mirrored(client)
 
-        job = await client.get("TrainJob", "llm", NS)
-        suspended = condition(job, "Suspended")
-        assert suspended is not None
-        assert suspended["status"] == "False"
-        assert suspended["reason"] == "Resumed"
-        created = condition(job, "Created")
-        assert created is not None
-        assert created["reason"] == "JobsCreationSucceeded"
 
-        # The Job controller's part: four gated pods; the ungater pins them by rank.
-        for completion in range(4):
-            await client.create(gated_pod(jobset, completion))
+async def check_launched_objects(
+    client: KubeClient, fake_api: FakeApi, built: Any, trainjob: dict[str, Any], workload: str, first_request: int
+) -> dict[str, Any]:
+    """The JobSet carries the placement and ownership; the PodGroup the gang; within the write budget."""
+    jobset = await client.get("JobSet", "llm", NS)
+    assert jobset["spec"]["suspend"] is False
+    assert jobset["metadata"]["labels"][MANAGED_LABEL] == "true"
+    assert jobset["metadata"]["ownerReferences"][0]["uid"] == trainjob["metadata"]["uid"]
+    assert jobset["metadata"]["ownerReferences"][0]["controller"] is True
+    pod_template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert pod_template["metadata"]["labels"][PODSET_LABEL] == "node"
+    assert pod_template["metadata"]["labels"][TAS_LABEL] == "true"
+    assert pod_template["metadata"]["annotations"][WORKLOAD_ANNOTATION] == workload
+    assert pod_template["spec"]["nodeSelector"] == {"pool": "a"}
+    assert TOLERATION in pod_template["spec"]["tolerations"]
+    assert pod_template["spec"]["schedulingGates"] == [{"name": TOPOLOGY_SCHEDULING_GATE}]
+    pod_group = await client.get("PodGroup", "llm", NS)
+    assert pod_group["spec"]["minMember"] == 4
+    # PodGroup, JobSet, the TrainJob's unsuspend: within the budget of 4 writes per admitted job.
+    await asyncio.sleep(0.2)
+    launched = writes_since(fake_api, first_request)
+    assert len(launched) <= 4, launched
+    assert built.writes.non_status_writes() <= 4, built.writes.counts
 
-        async def all_ungated() -> bool:
-            pods = (await client.list("Pod", NS)).items
-            return len(pods) == 4 and all(not p["spec"].get("schedulingGates") for p in pods)
+    return jobset
 
-        await eventually(all_ungated, what="every pod ungated")
-        for completion, host in enumerate(["n1", "n1", "n2", "n2"]):
-            pod = await client.get("Pod", f"llm-node-0-{completion}", NS)
-            assert pod["spec"]["nodeSelector"] == {"pool": "a", HOSTNAME_LABEL: host}
 
-        # The JobSet controller's part: the JobSet completes; the TrainJob mirrors it.
-        await client.patch(
-            "JobSet",
-            "llm",
-            {
-                "status": {
-                    "conditions": [
-                        {
-                            "type": "Completed",
-                            "status": "True",
-                            "reason": "AllJobsCompleted",
-                            "message": "jobset completed successfully",
-                            "lastTransitionTime": "2026-01-01T01:00:00Z",
-                        }
-                    ],
-                    "replicatedJobsStatus": [
-                        {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
-                    ],
-                }
-            },
-            NS,
-            status=True,
-        )
+async def check_resumed_conditions(client: KubeClient) -> None:
+    job = await client.get("TrainJob", "llm", NS)
+    suspended = condition(job, "Suspended")
+    assert suspended is not None
+    assert suspended["status"] == "False"
+    assert suspended["reason"] == "Resumed"
+    created = condition(job, "Created")
+    assert created is not None
+    assert created["reason"] == "JobsCreationSucceeded"
 
-        async def completed() -> bool:
-            return condition(await client.get("TrainJob", "llm", NS), "Complete") is not None
 
-        await eventually(completed, what="Complete mirrored into the TrainJob")
-        job = await client.get("TrainJob", "llm", NS)
-        complete = condition(job, "Complete")
-        assert complete is not None
-        assert (complete["status"], complete["reason"], complete["message"]) == (
-            "True",
-            "AllJobsCompleted",
-            "jobset completed successfully",
-        )
-        assert job["status"]["jobsStatus"] == [
-            {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
-        ]
+async def check_pods_ungated_by_rank(client: KubeClient, jobset: dict[str, Any]) -> None:
+    # The Job controller's part: four gated pods; the ungater pins them by rank.
+    for completion in range(4):
+        await client.create(gated_pod(jobset, completion))
+
+    async def all_ungated() -> bool:
+        pods = (await client.list("Pod", NS)).items
+        return len(pods) == 4 and all(not p["spec"].get("schedulingGates") for p in pods)
+
+    await eventually(all_ungated, what="every pod ungated")
+    for completion, host in enumerate(["n1", "n1", "n2", "n2"]):
+        pod = await client.get("Pod", f"llm-node-0-{completion}", NS)
+        assert pod["spec"]["nodeSelector"] == {"pool": "a", HOSTNAME_LABEL: host}
+
+
+async def check_completion_mirrored(client: KubeClient) -> None:
+    # The JobSet controller's part: the JobSet completes; the TrainJob mirrors it.
+    await client.patch(
+        "JobSet",
+        "llm",
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Completed",
+                        "status": "True",
+                        "reason": "AllJobsCompleted",
+                        "message": "jobset completed successfully",
+                        "lastTransitionTime": "2026-01-01T01:00:00Z",
+                    }
+                ],
+                "replicatedJobsStatus": [
+                    {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+                ],
+            }
+        },
+        NS,
+        status=True,
+    )
+
+    async def completed() -> bool:
+        return condition(await client.get("TrainJob", "llm", NS), "Complete") is not None
+
+    await eventually(completed, what="Complete mirrored into the TrainJob")
+    job = await client.get("TrainJob", "llm", NS)
+    complete = condition(job, "Complete")
+    assert complete is not None
+    assert (complete["status"], complete["reason"], complete["message"]) == (
+        "True",
+        "AllJobsCompleted",
+        "jobset completed successfully",
+    )
+    assert job["status"]["jobsStatus"] == [
+        {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+    ]
 
 
 async def test_eviction_suspends_the_trainjob_and_deletes_its_jobset(fake_api: FakeApi) -> None:

@@ -205,59 +205,76 @@ class JobSetFinisher:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
+class Killer:
+    """Kills the controller replica and starts a fresh one every ``restart_every`` seconds (jittered)."""
+
+    def __init__(self, cluster: Any, replica: Any, restart_every: float, rng: random.Random) -> None:
+        self.cluster = cluster
+        self.replica = replica
+        self.restart_every = restart_every
+        self.rng = rng
+        self.restarts = 0
+        self.healed = 0  # workloads the replicas' resyncs found their engine wrong about
+        self.stopped = asyncio.Event()
+
+    async def run(self) -> None:
+        while not self.stopped.is_set():
+            pause = self.rng.uniform(0.5, 1.5) * self.restart_every
+            try:
+                await asyncio.wait_for(self.stopped.wait(), pause)
+                return
+            except TimeoutError:
+                self.healed += self.replica.service.queue.queue.healed
+                self.replica = await self.cluster.restart(self.replica)
+            self.restarts += 1
+
+
+async def submit(client: Any, args: argparse.Namespace, rng: random.Random, started: float) -> list[str]:
+    """Create ``args.jobs`` TrainJobs at ``args.rate`` per second (each create retried through faults)."""
     from scheduler.kube import with_retries
+
+    names: list[str] = []
+    for index in range(args.jobs):
+        delay = started + index / args.rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        document = chaos_trainjob(index, rng)
+        names.append(document["metadata"]["name"])
+        await with_retries(functools.partial(client.create, document), attempts=20, what="create TrainJob")
+    return names
+
+
+async def settle(audit: Audit, names: list[str], timeout: float) -> None:
+    """Wait until every TrainJob's Workload has finished, or ``timeout`` seconds."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if all(audit.workload_of.get(n) in audit.finished for n in names):
+            return
+        await asyncio.sleep(0.25)
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from trainyard.localcluster import LocalCluster
 
     rng = random.Random(args.seed)
     audit = Audit(limit_milli=2 * args.cpu_per_queue * 1000, cohort_milli=2 * args.cpu_per_queue * 1000)
-    restarts = 0
-    healed = 0  # workloads the replicas' resyncs found their engine wrong about
     started = time.perf_counter()
     async with LocalCluster(chaos_objects(args.cpu_per_queue)) as cluster:
         finisher = JobSetFinisher(cluster.server, random.Random(args.seed + 1))
         cluster.server.store.observers.extend([audit.observe, finisher.observe])
-        replica = await cluster.start_controllers()
+        killer = Killer(cluster, await cluster.start_controllers(), args.restart_every, rng)
         cluster.server.faults.random(args.fault_rate, seed=args.seed)
-        stop_killing = asyncio.Event()
-
-        async def killer() -> None:
-            nonlocal replica, restarts, healed
-            while not stop_killing.is_set():
-                pause = rng.uniform(0.5, 1.5) * args.restart_every
-                try:
-                    await asyncio.wait_for(stop_killing.wait(), pause)
-                    return
-                except TimeoutError:
-                    healed += replica.service.queue.queue.healed
-                    replica = await cluster.restart(replica)
-                restarts += 1
-
-        killing = asyncio.create_task(killer())
-        client = cluster.client
-        names: list[str] = []
+        killing = asyncio.create_task(killer.run())
         try:
-            for index in range(args.jobs):
-                due = started + index / args.rate
-                delay = due - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                document = chaos_trainjob(index, rng)
-                names.append(document["metadata"]["name"])
-                await with_retries(functools.partial(client.create, document), attempts=20, what="create TrainJob")
+            names = await submit(cluster.client, args, rng, started)
             await asyncio.sleep(min(args.restart_every * 2, 10.0))  # chaos goes on a while after the last arrival
         finally:
-            stop_killing.set()
+            killer.stopped.set()
             await killing
         cluster.server.faults.calm()
-        deadline = time.perf_counter() + args.settle_timeout
-        while time.perf_counter() < deadline:
-            if all(audit.workload_of.get(n) in audit.finished for n in names):
-                break
-            await asyncio.sleep(0.25)
+        await settle(audit, names, args.settle_timeout)
         await finisher.stop()
-        healed += replica.service.queue.queue.healed
-        injected = sum(cluster.server.faults.injected.values())
+        replica = killer.replica
         lost = [
             f"{n}: "
             + audit.last_state.get(audit.workload_of.get(n, ""), "no Workload was ever created")
@@ -265,17 +282,47 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for n in names
             if audit.workload_of.get(n) not in audit.finished
         ]
+        final_state = _replica_state(replica) if lost else {}
+        injected = sum(cluster.server.faults.injected.values())
     return {
         "jobs": args.jobs,
         "lost": len(lost),
         "double_admitted": len(audit.double_admitted),
         "quota_violations": audit.quota_violations,
-        "controller_restarts": restarts,
+        "controller_restarts": killer.restarts,
         "faults_injected": injected,
         "admissions": audit.admissions,
-        "resync_healed": healed,
+        "resync_healed": killer.healed + replica.service.queue.queue.healed,
         "wall_seconds": round(time.perf_counter() - started, 2),
         "examples": sorted(audit.double_admitted)[:5] + lost[:20],
+        "final_replica": final_state,
+    }
+
+
+def _replica_state(replica: Any) -> dict[str, Any]:
+    """The last replica's view when jobs were lost: is it leading, does it run cycles, what does its engine hold."""
+    service = replica.service
+    engine = service.queue.queue.engine
+    states = Counter(info.state.name for info in engine.workloads.values())
+    usage = {
+        name: {str(k): v for k, v in cq.node.usage.items()} for name, cq in sorted(engine.model.cluster_queues.items())
+    }
+    task = replica.task
+    return {
+        "task": "running" if not task.done() else repr(task.exception()) if not task.cancelled() else "cancelled",
+        "leading": service.manager.leading.is_set(),
+        "terms": service.manager.terms,
+        "cycles": service.queue.queue.cycles,
+        "engine_states": dict(states),
+        "engine_usage": usage,
+        "work_queues": {
+            c.name: {
+                "queued": len(c.queue._queue),
+                "processing": sorted(c.queue._processing)[:5],
+                "timers": sorted(c.queue._timers)[:5],
+            }
+            for c in service.manager.controllers
+        },
     }
 
 
