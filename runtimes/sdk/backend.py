@@ -15,10 +15,38 @@ object with the methods of :class:`TrainingBackend`; the client only forwards to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from runtimes.sdk.types import BuiltinTrainer, CustomTrainer, Initializer, Runtime, TrainJob
+
+# The statuses a TrainJob view reports, as kubeflow's SDK names them.
+STATUSES = frozenset({"Created", "Running", "Complete", "Failed"})
+
+
+def wait_for_status(
+    get_job: Callable[[str], TrainJob], name: str, status: set[str], timeout: float, polling_interval: float
+) -> TrainJob:
+    """Poll ``get_job(name)`` until its status is one of ``status``; every backend waits this way.
+
+    A Failed job ends the wait with RuntimeError (unless Failed is what is awaited), the deadline
+    with TimeoutError; bad arguments raise ValueError naming them.
+    """
+    if not status <= STATUSES:
+        raise ValueError(f"status {sorted(status)} must be a subset of {sorted(STATUSES)}")
+    if polling_interval <= 0 or timeout < 0:
+        raise ValueError(f"timeout ({timeout}) must be >= 0 and polling_interval ({polling_interval}) > 0")
+    deadline = time.monotonic() + timeout
+    while True:
+        job = get_job(name)
+        if job.status in status:
+            return job
+        if job.status == "Failed":
+            raise RuntimeError(f"TrainJob {name} is Failed: {job.message}")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"TrainJob {name} did not reach {sorted(status)} in {timeout}s (now {job.status})")
+        time.sleep(polling_interval)
 
 
 class TrainingBackend(Protocol):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +24,7 @@ from runtimes.api.trainer import TrainJob as TrainJobModel
 from runtimes.local.errors import LocalRunError
 from runtimes.local.run import builtin_runtimes, load_runtimes, plan_trainjob
 from runtimes.local.store import LocalJobStore, condition_of, follow_lines, terminal_condition
+from runtimes.sdk.backend import wait_for_status
 from runtimes.sdk.trainjobs import build_trainjob, entrypoint_source, new_job_name
 from runtimes.sdk.types import (
     BuiltinTrainer,
@@ -37,7 +37,6 @@ from runtimes.sdk.types import (
 )
 
 DEFAULT_RUNTIME = "torch-distributed"
-STATUSES = {"Created", "Running", "Complete", "Failed"}
 
 
 @dataclass
@@ -204,18 +203,7 @@ class LocalBackend:
         return follow_lines(job.log_file(step), finished())
 
     def wait_for_job_status(self, name: str, status: set[str], timeout: float, polling_interval: float) -> TrainJob:
-        if not status <= STATUSES:
-            raise ValueError(f"status {sorted(status)} must be a subset of {sorted(STATUSES)}")
-        deadline = time.monotonic() + timeout
-        while True:
-            job = self.get_job(name)
-            if job.status in status:
-                return job
-            if job.status == "Failed":
-                raise RuntimeError(f"TrainJob {name} is Failed: {job.message}")
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"TrainJob {name} did not reach {sorted(status)} in {timeout}s (now {job.status})")
-            time.sleep(polling_interval)
+        return wait_for_status(self.get_job, name, status, timeout, polling_interval)
 
     def delete_job(self, name: str) -> None:
         try:
