@@ -97,3 +97,6 @@ def test_kueue_file(entry: dict[str, Any]) -> None:
     text = out + err
     for words in entry.get("contains") or []:
         assert words in text, f"{where}: {words!r} not in the output:\n{text[-3000:]}"
+    named = [words for words in entry.get("contains") or [] if "unknown field" in words]
+    unknown = [line for line in err.splitlines() if "unknown field" in line and not any(w in line for w in named)]
+    assert not unknown, f"{where}: fields of Kueue's API called unknown (name real mistakes in contains): {unknown}"
