@@ -14,17 +14,16 @@ def saturation_table(report: dict[str, Any]) -> Table:
         f"never leaving, on {report['nodes']:,} nodes / {report['gpus']:,} GPUs "
         f"({report['fractional_gpu_pods']:,} fractional-GPU pods {report['fractional_gpus']})",
     )
-    for column in (
-        "policy",
-        "refused at demand",
-        "alloc. at refusal",
-        "alloc. at 100 %",
-        "alloc. at end",
-        "unalloc. GPUs",
-        "refused",
-        "stranded/free",
-    ):
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    table.add_column("policy", no_wrap=True)
+    # short words: the table fits 80 columns; the caption says what each one is
+    for column in ("refused at", "alloc. then", "alloc. at 100%", "alloc. at end", "free GPUs"):
+        table.add_column(column, justify="right", min_width=7 if column != "free GPUs" else 5)
+    table.add_column("stranded", justify="right", no_wrap=True)
+    table.caption = (
+        "refused at: arrived GPU demand (share of the cluster's GPUs) when the first pod was refused; "
+        "alloc.: GPUs allocated (share) then, when demand reached 100%, at the end; free GPUs: unallocated at "
+        "the end; stranded: free GPUs on nodes no refused GPU pod fits / all free GPUs; refused pods: below"
+    )
     for row in report["policies"]:
         refusal = row["first_refusal"]
         fragmentation = row["fragmentation"]
@@ -35,7 +34,6 @@ def saturation_table(report: dict[str, Any]) -> Table:
             "-" if row["allocation_ratio_at_full_demand"] is None else f"{row['allocation_ratio_at_full_demand']:.1%}",
             f"{row['allocation_ratio']:.1%}",
             f"{row['unallocated_gpus']:,}",
-            f"{row['refused']:,}",
             f"{fragmentation['stranded_gpus']:,}/{fragmentation['free_gpus']:,}",
         )
     return table
