@@ -9,8 +9,9 @@ listed after the queued ones, without a position.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any
 
 from runtimes.k8s.quantity import format_amount
@@ -28,11 +29,24 @@ class PendingWorkload:
     position_in_cluster_queue: int | None
     position_in_local_queue: int | None
     priority: int
-    requests: dict[str, str]  # resource -> total quantity over every pod set
     created: float  # epoch seconds
     age_seconds: float
     state: str  # Pending | Backoff | Inadmissible
-    reason: str
+    # (requests: resource -> total quantity over every pod set, the engine's reason in words),
+    # worked out on first use: a page of a 50,000-workload listing explains only its own rows.
+    explain: Callable[[], tuple[dict[str, str], str]] = field(repr=False, compare=False)
+
+    @cached_property
+    def _explained(self) -> tuple[dict[str, str], str]:
+        return self.explain()
+
+    @property
+    def requests(self) -> dict[str, str]:
+        return self._explained[0]
+
+    @property
+    def reason(self) -> str:
+        return self._explained[1]
 
     @property
     def key(self) -> str:
@@ -63,6 +77,10 @@ def total_requests(workload: WorkloadInfo) -> dict[str, str]:
     return {resource: format_amount(resource, amount) for resource, amount in sorted(totals.items())}
 
 
+def _explain(engine: AdmissionEngine, workload: WorkloadInfo) -> tuple[dict[str, str], str]:
+    return total_requests(workload), waiting_reason(engine, workload)
+
+
 def _entry(
     engine: AdmissionEngine, workload: WorkloadInfo, now: float, in_cq: int | None, in_lq: int | None
 ) -> PendingWorkload:
@@ -78,11 +96,10 @@ def _entry(
         position_in_cluster_queue=in_cq,
         position_in_local_queue=in_lq,
         priority=workload.priority,
-        requests=total_requests(workload),
         created=workload.created,
         age_seconds=max(0.0, now - workload.created),
         state=state,
-        reason=waiting_reason(engine, workload),
+        explain=partial(_explain, engine, workload),
     )
 
 

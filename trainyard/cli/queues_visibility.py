@@ -49,11 +49,10 @@ def _from_summary(
         position_in_cluster_queue=None,
         position_in_local_queue=None,
         priority=0,
-        requests={},
         created=created or state.now,
         age_seconds=0.0,
         state="Pending",
-        reason="(not in the objects read: the service knows it, the local evaluation does not)",
+        explain=lambda: ({}, "(not in the objects read: the service knows it, the local evaluation does not)"),
     )
     return dataclasses.replace(
         base,
