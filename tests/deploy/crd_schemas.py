@@ -95,50 +95,62 @@ def structural_problems(schema: dict[str, Any], where: str = "", *, depth: int =
     if "properties" in schema and "additionalProperties" in schema:
         problems.append(f"{where}: properties and additionalProperties cannot be used together")
     if kind == "object":
-        preserved = schema.get("x-kubernetes-preserve-unknown-fields") is True
-        empty_struct = schema.get("maxProperties") == 0  # an empty Go struct, e.g. mlPolicy.jax: {}
-        open_fields = "properties" in schema or "additionalProperties" in schema
-        if not (open_fields or preserved or empty_struct):
-            problems.append(f"{where}: an object with no properties would have every field pruned")
-        for name, child in (schema.get("properties") or {}).items():
-            if depth == 0 and name == "metadata":
-                if child != {"type": "object"}:
-                    problems.append(f"{where}.metadata: the root's metadata is the API server's: {{type: object}}")
-                continue
-            if not isinstance(child, dict):
-                problems.append(f"{where}.{name}: not a schema ({child!r})")
-                continue
-            problems.extend(structural_problems(child, f"{where}.{name}", depth=depth + 1))
-        for name in schema.get("required") or []:
-            if name not in (schema.get("properties") or {}):
-                problems.append(f"{where}: required field {name!r} is not among its properties")
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            problems.extend(structural_problems(extra, f"{where}.*", depth=depth + 1))
-        elif extra is not None:
-            problems.append(f"{where}: additionalProperties must be a schema (v1 forbids false)")
+        problems.extend(_object_problems(schema, where, depth))
     else:
         for keyword in ("properties", "additionalProperties", "required", "x-kubernetes-preserve-unknown-fields"):
             if keyword in schema:
                 problems.append(f"{where}: {keyword} on a node of type {kind}")
     if kind == "array":
-        items = schema.get("items")
-        if not isinstance(items, dict):
-            problems.append(f"{where}: an array needs items")
-        else:
-            problems.extend(structural_problems(items, f"{where}[]", depth=depth + 1))
-            if schema.get("x-kubernetes-list-type") == "map":
-                keys = schema.get("x-kubernetes-list-map-keys") or []
-                fields = items.get("properties") or {}
-                if not keys:
-                    problems.append(f"{where}: a map list needs x-kubernetes-list-map-keys")
-                for key in keys:
-                    if key not in fields:
-                        problems.append(f"{where}: map key {key!r} is not a field of the items")
-                    elif key not in (items.get("required") or []) and "default" not in fields[key]:
-                        problems.append(f"{where}: map key {key!r} must be required or defaulted")
+        problems.extend(_array_problems(schema, where, depth))
     elif "items" in schema:
         problems.append(f"{where}: items on a node of type {kind}")
+    return problems
+
+
+def _object_problems(schema: dict[str, Any], where: str, depth: int) -> list[str]:
+    """An object node: its fields are kept (properties, additionalProperties or preserved), each child structural."""
+    problems: list[str] = []
+    preserved = schema.get("x-kubernetes-preserve-unknown-fields") is True
+    empty_struct = schema.get("maxProperties") == 0  # an empty Go struct, e.g. mlPolicy.jax: {}
+    open_fields = "properties" in schema or "additionalProperties" in schema
+    if not (open_fields or preserved or empty_struct):
+        problems.append(f"{where}: an object with no properties would have every field pruned")
+    for name, child in (schema.get("properties") or {}).items():
+        if depth == 0 and name == "metadata":
+            if child != {"type": "object"}:
+                problems.append(f"{where}.metadata: the root's metadata is the API server's: {{type: object}}")
+            continue
+        if not isinstance(child, dict):
+            problems.append(f"{where}.{name}: not a schema ({child!r})")
+            continue
+        problems.extend(structural_problems(child, f"{where}.{name}", depth=depth + 1))
+    for name in schema.get("required") or []:
+        if name not in (schema.get("properties") or {}):
+            problems.append(f"{where}: required field {name!r} is not among its properties")
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        problems.extend(structural_problems(extra, f"{where}.*", depth=depth + 1))
+    elif extra is not None:
+        problems.append(f"{where}: additionalProperties must be a schema (v1 forbids false)")
+    return problems
+
+
+def _array_problems(schema: dict[str, Any], where: str, depth: int) -> list[str]:
+    """An array node: structural items and, for a map list, keys that are required or defaulted fields."""
+    items = schema.get("items")
+    if not isinstance(items, dict):
+        return [f"{where}: an array needs items"]
+    problems = structural_problems(items, f"{where}[]", depth=depth + 1)
+    if schema.get("x-kubernetes-list-type") == "map":
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        fields = items.get("properties") or {}
+        if not keys:
+            problems.append(f"{where}: a map list needs x-kubernetes-list-map-keys")
+        for key in keys:
+            if key not in fields:
+                problems.append(f"{where}: map key {key!r} is not a field of the items")
+            elif key not in (items.get("required") or []) and "default" not in fields[key]:
+                problems.append(f"{where}: map key {key!r} must be required or defaulted")
     return problems
 
 
