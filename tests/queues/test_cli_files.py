@@ -30,6 +30,10 @@ def test_list_table_fits_80_columns(objects: Path, capsys: pytest.CaptureFixture
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "team-a" in out
     assert "12/8" in out
+    # every column whole at 80: the flavor/resource pairs on one line, the last column not cropped
+    assert "h100/nvidia.com/gpu" in out
+    assert "missing-flavor/cpu" in out
+    assert "Adm/Pend" in out
     assert "stopPolicy is Hold" in out
     assert "research" in out
 

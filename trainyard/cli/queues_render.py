@@ -46,10 +46,14 @@ def page_line(shown: int, offset: int, total: int, what: str) -> str:
 
 
 def cluster_queue_table(summaries: Sequence[ClusterQueueSummary], title: str) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    table.add_column("ClusterQueue", overflow="fold", ratio=3)
-    table.add_column("Cohort", overflow="fold", ratio=2)
-    table.add_column("Flavor/resource", overflow="fold", ratio=3)
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True
+    )
+    table.add_column("ClusterQueue", overflow="fold")
+    table.add_column("Cohort", overflow="fold")
+    # the flavor/resource pair is what a reader scans for: wide enough to stay on one line where it can
+    pairs = [len(f"{line.flavor}/{line.resource}") for summary in summaries for line in summary.resources or []]
+    table.add_column("Flavor/resource", overflow="fold", min_width=min(max([15, *pairs]), 20))
     table.add_column("Used/nom", justify="right", no_wrap=True)
     table.add_column("Borrowed", justify="right", no_wrap=True)
     table.add_column("Lent", justify="right", no_wrap=True)
