@@ -228,7 +228,16 @@ class CapacityState:
     def apply(self, nodes: IntArray, delta: IntArray) -> None:
         """``used[:, nodes] += delta``; patch every cached shape on just those nodes."""
         self.version = next(_VERSIONS)
-        if len(nodes) < 2 or bool((nodes[1:] > nodes[:-1]).all()):
+        if len(nodes) == 1:
+            # most reservations and releases touch one node: plain column views, no fancy indexing
+            i = int(nodes[0])
+            used = self.used[:, i]
+            used += delta[:, 0]
+            self.free[:, i] = self.alloc[:, i] - used
+            if len(self._active):
+                self._refresh_one(i)
+            return
+        if bool((nodes[1:] > nodes[:-1]).all()):
             # distinct positions (placements list their nodes in topology order): no add.at needed
             unique = nodes
             self.used[:, nodes] += delta
@@ -264,15 +273,17 @@ class CapacityState:
         node, and for a handful of cached shapes numpy's per-call cost would dominate. Computes
         exactly what the vectorized path does."""
         free = [max(amount, 0) for amount in self.free[:, i].tolist()]
-        slot_rows, row_masks = self._slot_rows, self._row_masks
+        slot_rows = self._slot_rows
+        masks = self._row_masks[:, i].tolist()  # one read per row below would cost a numpy call each
+        slots = slot_rows[:, i].tolist()
         for row, requested, feasible in self._row_terms:
-            if not feasible or not row_masks[row, i]:
+            if not feasible or not masks[row]:
                 fresh = 0
             elif requested is None:
                 fresh = int(_UNBOUNDED)
             else:
-                fresh = min(free[r] // amount for r, amount in requested)
-            change = fresh - int(slot_rows[row, i])
+                fresh = min([free[r] // amount for r, amount in requested])
+            change = fresh - slots[row]
             if change:
                 slot_rows[row, i] = fresh
                 for caps, domain_of in zip(self._cap_rows, self._domain_of, strict=True):

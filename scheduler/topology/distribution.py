@@ -102,9 +102,13 @@ class Distributor:
 
     def choose_domain(self, counts: ShapeCounts, level: int, caps: IntArray, need: int, levels: PodSetLevels) -> int:
         """Among the domains at ``level`` with room for ``need`` units: fewest children, tightest."""
+        if level == self.index.depth - 1:
+            # one node holds the pod set: the tightest that fits, first in topology order (argmin
+            # keeps the first of equal values); no list of the thousands of nodes that fit
+            return int(np.where(caps >= need, caps, np.iinfo(np.int64).max).argmin())
         candidates = np.flatnonzero(caps >= need)
-        if level == self.index.depth - 1 or len(candidates) == 1:
-            return tightest_domain(caps, candidates, None)
+        if len(candidates) == 1:
+            return int(candidates[0])
         child = level + 1
         child_need = need * levels.unit(level) // levels.unit(child)
         spans = fewest_children(
