@@ -270,7 +270,13 @@ def test_simulate_refuses(capsys: pytest.CaptureFixture[str], extra: list[str], 
 
 def test_simulate_bad_scenario_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "s.yaml", "name: s\nworkload:\n  jobs: -3\n")
-    refused(capsys, ["simulate", "--scenario", str(path)], str(path), "jobs")
+    refused(capsys, ["simulate", "--scenario", str(path)], f"{path}:3:", "workload.jobs", "at least 1")
+
+
+def test_kwok_export_bad_scenario_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "s.yaml", "name: s\nworkload:\n  jbos: 3\n")
+    argv = ["kwok", "export", "--scenario", str(path), "--out", str(tmp_path / "out")]
+    refused(capsys, argv, f"{path}:3:", "workload.jbos", "unknown field", "jobs")
 
 
 @pytest.mark.parametrize(
