@@ -26,6 +26,32 @@ def no_effect_fields(spec: dict[str, Any]) -> list[str]:
             "workload once, on the first flavor that fits, and keeps no variants of it trying the preferred "
             "flavors (Kueue's alpha ConcurrentAdmission)"
         )
+    found += _checks_on_unlisted_flavors(spec)
+    return found
+
+
+def _checks_on_unlisted_flavors(spec: dict[str, Any]) -> list[str]:
+    """Admission checks narrowed to flavors the ClusterQueue does not list: never run (Kueue accepts them)."""
+    listed = {
+        flavor.get("name")
+        for group in spec.get("resourceGroups") or ()
+        if isinstance(group, dict)
+        for flavor in group.get("flavors") or ()
+        if isinstance(flavor, dict)
+    }
+    strategy = spec.get("admissionChecksStrategy")
+    rules = strategy.get("admissionChecks") if isinstance(strategy, dict) else None
+    found = []
+    for i, rule in enumerate(rules if isinstance(rules, list) else ()):
+        if not isinstance(rule, dict):
+            continue
+        for j, name in enumerate(rule.get("onFlavors") or ()):
+            if name not in listed:
+                found.append(
+                    f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]: flavor {name!r} is not one of "
+                    f"this ClusterQueue's flavors {sorted(str(f) for f in listed)}, so check {rule.get('name')!r} "
+                    "never runs for it"
+                )
     return found
 
 

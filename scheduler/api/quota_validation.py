@@ -173,17 +173,8 @@ def validate_cluster_queue(cq: ClusterQueue, old: ClusterQueue | None = None) ->
                 "must not be set together with spec.admissionChecksStrategy; use only the latter",
             )
         )
-    flavors = {flavor.name for group in spec.resource_groups for flavor in group.flavors}
-    if spec.admission_checks_strategy is not None:
-        for i, rule in enumerate(spec.admission_checks_strategy.admission_checks):
-            for j, name in enumerate(rule.on_flavors):
-                if name not in flavors:
-                    errors.append(
-                        FieldError(
-                            f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]",
-                            f"flavor {name!r} is not one of this ClusterQueue's flavors {sorted(flavors)}",
-                        )
-                    )
+    # onFlavors naming a flavor the queue does not list is accepted, as Kueue's webhook accepts it
+    # (site/static/examples/admin/minimal-cq.yaml); kueue_deprecations.no_effect_fields warns about it.
     return errors
 
 

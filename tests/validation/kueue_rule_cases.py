@@ -158,10 +158,6 @@ KUEUE_RULE_CASES: list[tuple[str, dict[str, Any]]] = [
         "admission-checks-and-strategy",
         queue(admissionChecks=["prov"], admissionChecksStrategy={"admissionChecks": [{"name": "prov"}]}),
     ),
-    (
-        "admission-check-strategy-flavor",
-        queue(admissionChecksStrategy={"admissionChecks": [{"name": "prov", "onFlavors": ["nope"]}]}),
-    ),
     # Cohort
     ("cohort-parent-name", _object("Cohort", {"parentName": "Bad_Parent"}, name="research")),
     (

@@ -179,11 +179,6 @@ INVALID = [
         id="cq-bad-namespace-selector",
     ),
     pytest.param(
-        cluster_queue(admissionChecksStrategy={"admissionChecks": [{"name": "prov", "onFlavors": ["h100"]}]}),
-        "flavor 'h100' is not one of this ClusterQueue's flavors",
-        id="cq-admission-check-on-unknown-flavor",
-    ),
-    pytest.param(
         cluster_queue(resourceGroups=[{"coveredResources": ["cpu"], "flavors": []}] * 17),
         "must have at most 16 items",
         id="cq-too-many-groups",
@@ -311,6 +306,15 @@ async def test_v1beta1_spelling_is_allowed_with_warnings(webhook: Webhook) -> No
     assert response["allowed"] is True
     assert any("spec.cohort is deprecated; use spec.cohortName" in w for w in response["warnings"])
     assert any("kueue.x-k8s.io/v1beta1 ClusterQueue is deprecated" in w for w in response["warnings"])
+
+
+async def test_a_check_on_a_flavor_the_queue_does_not_list_is_allowed_with_a_warning(webhook: Webhook) -> None:
+    # Kueue's webhook accepts it (its own site/static/examples/admin/minimal-cq.yaml does this)
+    cq = cluster_queue(admissionChecksStrategy={"admissionChecks": [{"name": "prov", "onFlavors": ["h100"]}]})
+    response = await webhook.admit("/validate/kueue", review(cq))
+    assert response["allowed"] is True
+    assert any("flavor 'h100' is not one of this ClusterQueue's flavors" in w for w in response["warnings"])
+    assert any("check 'prov' never runs for it" in w for w in response["warnings"])
 
 
 async def test_v1beta1_limit_rules_read_the_old_cohort_field(webhook: Webhook) -> None:
