@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+import runtimes.runtime_validation
 import runtimes.validation
 import scheduler.api.admission_check_rules
 import scheduler.api.checks
@@ -26,9 +27,19 @@ import scheduler.api.job_validation
 import scheduler.api.quota_validation
 import scheduler.api.validation
 from tests.validation.kueue_rule_cases import KUEUE_RULE_CASES
-from tests.validation.test_webhook_cli_parity import KUEUE_CASES, REPO, TRAINJOB_CASES, cli_message, request
+from tests.validation.runtime_rule_cases import RUNTIME_RULE_CASES
+from tests.validation.test_webhook_cli_parity import (
+    KUEUE_CASES,
+    REPO,
+    RUNTIME_CASES,
+    TRAINJOB_CASES,
+    cli_message,
+    request,
+)
+from tests.validation.test_webhook_cli_parity import trainjob as parity_trainjob
 from tests.validation.trainer_rule_cases import TRAINER_RULE_CASES
 from webhooks.handlers import kueue as kueue_handler
+from webhooks.handlers import runtimes as runtimes_handler
 from webhooks.handlers import trainjobs as trainjobs_handler
 from webhooks.objects import ObjectCache, load_directory
 
@@ -193,4 +204,41 @@ def test_every_trainjob_rule_has_a_case(runtime_cache: ObjectCache) -> None:
                 continue  # TAS annotations: pod templates, the runtimes' (their table is in tests/upstream)
             if not executed[filename] & set(range(first, last + 1)):
                 missing.append(f"{Path(filename).name}:{first}: {segment.splitlines()[0].strip()}")
+    assert missing == [], "rules without a parity case:\n" + "\n".join(missing)
+
+
+# --------------------------------------------------------------------------- runtimes' rules
+
+
+def _render_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], document: dict[str, Any]) -> str:
+    runtime_file = tmp_path / "runtime.yaml"
+    runtime_file.write_text(yaml.safe_dump(document, sort_keys=False))
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text(yaml.safe_dump(parity_trainjob(), sort_keys=False))
+    return cli_message(tmp_path, capsys, ["render", str(job_file), "--runtime", str(runtime_file)])
+
+
+@pytest.mark.parametrize("document", [c[1] for c in RUNTIME_RULE_CASES], ids=[c[0] for c in RUNTIME_RULE_CASES])
+def test_runtime_rule_same_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], document: dict[str, Any]
+) -> None:
+    verdict = runtimes_handler.validate(request(document, document["kind"]), ObjectCache())
+    assert not verdict.allowed
+    assert verdict.message
+    assert _render_message(tmp_path, capsys, document) == verdict.message
+
+
+def test_every_runtime_rule_has_a_case() -> None:
+    documents = [d for _, d in [*RUNTIME_CASES, *RUNTIME_RULE_CASES]]
+    modules = [runtimes.runtime_validation]
+    executed = _trace(
+        modules, lambda: [runtimes_handler.validate(request(d, d["kind"]), ObjectCache()) for d in documents]
+    )
+    missing = []
+    filename = str(Path(runtimes.runtime_validation.__file__).resolve())
+    for (first, last), segment in rule_sites(runtimes.runtime_validation).items():
+        if 'FieldError("spec." + error.path' in segment:
+            continue  # validate_jobset_spec re-roots the same rules for a JobSet given as such
+        if not executed[filename] & set(range(first, last + 1)):
+            missing.append(f"{Path(filename).name}:{first}: {segment.splitlines()[0].strip()}")
     assert missing == [], "rules without a parity case:\n" + "\n".join(missing)
