@@ -18,6 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+import runtimes.plugins.jobset_validation
+import runtimes.plugins.mpi
+import runtimes.plugins.torch
 import runtimes.runtime_validation
 import runtimes.validation
 import scheduler.api.admission_check_rules
@@ -37,7 +40,7 @@ from tests.validation.test_webhook_cli_parity import (
     request,
 )
 from tests.validation.test_webhook_cli_parity import trainjob as parity_trainjob
-from tests.validation.trainer_rule_cases import TRAINER_RULE_CASES
+from tests.validation.trainer_rule_cases import CUSTOM_RUNTIME_CASES, TRAINER_RULE_CASES
 from webhooks.handlers import kueue as kueue_handler
 from webhooks.handlers import runtimes as runtimes_handler
 from webhooks.handlers import trainjobs as trainjobs_handler
@@ -149,7 +152,13 @@ def test_every_kueue_rule_has_a_case() -> None:
 
 # --------------------------------------------------------------------------- Trainer's rules
 
-TRAINER_RULE_MODULES = [runtimes.validation, scheduler.api.job_validation]
+TRAINER_RULE_MODULES = [
+    runtimes.validation,
+    scheduler.api.job_validation,
+    runtimes.plugins.torch,
+    runtimes.plugins.mpi,
+    runtimes.plugins.jobset_validation,
+]
 
 
 @pytest.fixture(scope="module")
@@ -184,12 +193,38 @@ def test_trainer_rule_same_message(
             assert message == verdict.message, command
 
 
+@pytest.mark.parametrize(
+    ("document", "runtime"), [c[1:] for c in CUSTOM_RUNTIME_CASES], ids=[c[0] for c in CUSTOM_RUNTIME_CASES]
+)
+def test_trainer_rule_with_a_given_runtime_same_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], document: dict[str, Any], runtime: dict[str, Any]
+) -> None:
+    cache = ObjectCache()
+    cache.apply(runtime)
+    verdict = trainjobs_handler.validate(request(document, "TrainJob"), cache)
+    assert not verdict.allowed
+    assert verdict.message
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text(yaml.safe_dump(document, sort_keys=False))
+    runtime_file = tmp_path / "runtime.yaml"
+    runtime_file.write_text(yaml.safe_dump(runtime, sort_keys=False))
+    for command in ("render", "admit"):
+        message = cli_message(tmp_path, capsys, [command, str(job_file), "--runtime", str(runtime_file)])
+        assert message == verdict.message, command
+
+
 def test_every_trainjob_rule_has_a_case(runtime_cache: ObjectCache) -> None:
     documents = [d for _, d in TRAINJOB_CASES] + [c[1] for c in TRAINER_RULE_CASES]
-    executed = _trace(
-        TRAINER_RULE_MODULES,
-        lambda: [trainjobs_handler.validate(request(d, "TrainJob"), runtime_cache) for d in documents],
-    )
+
+    def review_all() -> None:
+        for document in documents:
+            trainjobs_handler.validate(request(document, "TrainJob"), runtime_cache)
+        for _, document, runtime in CUSTOM_RUNTIME_CASES:
+            cache = ObjectCache()
+            cache.apply(runtime)
+            trainjobs_handler.validate(request(document, "TrainJob"), cache)
+
+    executed = _trace(TRAINER_RULE_MODULES, review_all)
     missing = []
     for module in TRAINER_RULE_MODULES:
         filename = str(Path(module.__file__).resolve())
@@ -199,6 +234,8 @@ def test_every_trainjob_rule_has_a_case(runtime_cache: ObjectCache) -> None:
             if "a TrainingRuntime serves its own namespace only" in segment:
                 # the webhook looks a TrainingRuntime up in the TrainJob's namespace, so it answers
                 # "does not exist" (reached); only the CLI, reading files, can find it elsewhere
+                continue
+            if "raise RenderError" in segment or 'must have a "\n' in segment:
                 continue
             if "check_podset_topology" in segment or "p.at_placement" in segment:
                 continue  # TAS annotations: pod templates, the runtimes' (their table is in tests/upstream)

@@ -7,14 +7,24 @@ the commands that must refuse it with the webhook's words: ``render`` checks Tra
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+from runtimes.plugins.mpi import OMPI_RESERVED_ENVS
+from runtimes.plugins.torch import TORCH_RESERVED_ENVS
 
 TRAINER = "trainer.kubeflow.org/v1alpha1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def trainjob(
-    runtime: str = "torch-distributed", labels: dict[str, str] | None = None, **trainer: Any
+    runtime: str = "torch-distributed",
+    labels: dict[str, str] | None = None,
+    spec: dict[str, Any] | None = None,
+    **trainer: Any,
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": "job", "namespace": "default"}
     if labels:
@@ -23,8 +33,17 @@ def trainjob(
         "apiVersion": TRAINER,
         "kind": "TrainJob",
         "metadata": metadata,
-        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 1, **trainer}},
+        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 1, **trainer}, **(spec or {})},
     }
+
+
+def patch(
+    manager: str = "example.com/platform", job: str = "node", container: str = "node", **fields: Any
+) -> dict[str, Any]:
+    """A runtimePatches entry changing one container of one replicated job."""
+    pod = {"containers": [{"name": container, **fields}]}
+    replicated = {"name": job, "template": {"spec": {"template": {"spec": pod}}}}
+    return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [replicated]}}}}
 
 
 BOTH = ("render", "admit")
@@ -48,4 +67,60 @@ TRAINER_RULE_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         trainjob(labels={"kueue.x-k8s.io/max-exec-time-seconds": "0"}),
         ADMIT,
     ),
+    # the runtime's plugins (torch, MPI) and the JobSet plugin
+    ("torch-reserved-env", trainjob(env=[{"name": TORCH_RESERVED_ENVS[0], "value": "2"}]), BOTH),
+    ("mpi-num-proc-per-node-word", trainjob(runtime="deepspeed-distributed", numProcPerNode="auto"), BOTH),
+    (
+        "mpi-reserved-env",
+        trainjob(runtime="deepspeed-distributed", env=[{"name": OMPI_RESERVED_ENVS[0], "value": "x"}]),
+        BOTH,
+    ),
+    ("initializer-without-its-job", trainjob(spec={"initializer": {"dataset": {"storageUri": "hf://org/data"}}}), BOTH),
+    ("patch-manager-not-a-path", trainjob(spec={"runtimePatches": [patch(manager="platform")]}), BOTH),
+    ("patch-manager-twice", trainjob(spec={"runtimePatches": [patch(), patch()]}), BOTH),
+    ("patch-job-unknown", trainjob(spec={"runtimePatches": [patch(job="worker")]}), BOTH),
+    ("patch-container-unknown", trainjob(spec={"runtimePatches": [patch(container="sidecar")]}), BOTH),
+    ("patch-container-env", trainjob(spec={"runtimePatches": [patch(env=[{"name": "A", "value": "b"}])]}), BOTH),
+]
+
+
+def _runtime(name: str, change: dict[str, Any]) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((REPO / "manifests" / "runtimes" / f"{name}.yaml").read_text())
+    document["spec"]["mlPolicy"].update(change.pop("mlPolicy", {}))
+    document["spec"]["template"]["spec"].update(change)
+    return document
+
+
+def _env_injection(*targets: dict[str, Any]) -> dict[str, Any]:
+    return {"mlPolicy": {"torch": {"envInjection": {"targets": list(targets)}}}}
+
+
+def _launcher_only() -> dict[str, Any]:
+    document = _runtime("deepspeed_distributed", {})
+    jobs = document["spec"]["template"]["spec"]["replicatedJobs"]
+    launcher = next(job for job in jobs if job["name"] == "launcher")
+    launcher.pop("dependsOn", None)
+    document["spec"]["template"]["spec"]["replicatedJobs"] = [launcher]
+    document["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] = True
+    return document
+
+
+# (id, TrainJob, a runtime given beside it: --runtime FILE to the CLI, in the webhook's cache)
+CUSTOM_RUNTIME_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    (
+        "torch-env-injection-node",
+        trainjob(),
+        _runtime("torch_distributed", _env_injection({"jobName": "node", "containerNames": ["node"]})),
+    ),
+    (
+        "torch-env-injection-job-unknown",
+        trainjob(),
+        _runtime("torch_distributed", _env_injection({"jobName": "nope", "containerNames": ["x"]})),
+    ),
+    (
+        "torch-env-injection-container-unknown",
+        trainjob(),
+        _runtime("torch_distributed", _env_injection({"jobName": "node", "containerNames": ["sidecar"]})),
+    ),
+    ("mpi-launcher-as-node-without-node-job", trainjob(runtime="deepspeed-distributed", numNodes=2), _launcher_only()),
 ]
