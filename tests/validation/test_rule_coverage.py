@@ -21,6 +21,8 @@ import yaml
 import runtimes.plugins.jobset_validation
 import runtimes.plugins.mpi
 import runtimes.plugins.torch
+import runtimes.plugins.volcano
+import runtimes.plugins.xgboost
 import runtimes.runtime_validation
 import runtimes.validation
 import scheduler.api.admission_check_rules
@@ -158,6 +160,8 @@ TRAINER_RULE_MODULES = [
     runtimes.plugins.torch,
     runtimes.plugins.mpi,
     runtimes.plugins.jobset_validation,
+    runtimes.plugins.xgboost,
+    runtimes.plugins.volcano,
 ]
 
 

@@ -14,6 +14,9 @@ import yaml
 
 from runtimes.plugins.mpi import OMPI_RESERVED_ENVS
 from runtimes.plugins.torch import TORCH_RESERVED_ENVS
+from runtimes.plugins.torchtune import TORCHTUNE_ENTRYPOINT
+from runtimes.plugins.volcano import VOLCANO_QUEUE_ANNOTATION
+from runtimes.plugins.xgboost import XGBOOST_RESERVED_ENVS
 
 TRAINER = "trainer.kubeflow.org/v1alpha1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -105,6 +108,33 @@ def _launcher_only() -> dict[str, Any]:
     return document
 
 
+def _xgboost() -> dict[str, Any]:
+    document = _runtime("torch_distributed", {})
+    document["spec"]["mlPolicy"] = {"numNodes": 1, "xgboost": {}}
+    return document
+
+
+def _volcano() -> dict[str, Any]:
+    document = _runtime("torch_distributed", {})
+    document["spec"]["podGroupPolicy"] = {"volcano": {}}
+    return document
+
+
+def _torchtune(name: str) -> dict[str, Any]:
+    document = _runtime("torch_distributed", {})
+    document["metadata"]["name"] = name
+    return document
+
+
+def _tune(runtime: str, num_nodes: int = 1, args: list[str] | None = None) -> dict[str, Any]:
+    return trainjob(runtime=runtime, numNodes=num_nodes, command=list(TORCHTUNE_ENTRYPOINT), args=args or [])
+
+
+def _annotated(document: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    document["metadata"]["annotations"] = annotations
+    return document
+
+
 # (id, TrainJob, a runtime given beside it: --runtime FILE to the CLI, in the webhook's cache)
 CUSTOM_RUNTIME_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     (
@@ -121,6 +151,24 @@ CUSTOM_RUNTIME_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         "torch-env-injection-container-unknown",
         trainjob(),
         _runtime("torch_distributed", _env_injection({"jobName": "node", "containerNames": ["sidecar"]})),
+    ),
+    ("xgboost-reserved-env", trainjob(env=[{"name": XGBOOST_RESERVED_ENVS[0], "value": "x"}]), _xgboost()),
+    (
+        "volcano-queue-empty",
+        _annotated(trainjob(), {VOLCANO_QUEUE_ANNOTATION: ""}),
+        _volcano(),
+    ),
+    ("torchtune-unknown-model", _tune("torchtune-gpt-9b"), _torchtune("torchtune-gpt-9b")),
+    ("torchtune-model-single-node", _tune("torchtune-llama3.2-1b", 2), _torchtune("torchtune-llama3.2-1b")),
+    (
+        "torchtune-lora-multi-node",
+        _tune("torchtune-llama3.3-70b", 2, ["model.lora_attn_modules=[q_proj]"]),
+        _torchtune("torchtune-llama3.3-70b"),
+    ),
+    (
+        "torchtune-managed-config",
+        _tune("torchtune-llama3.2-1b", 1, ["output_dir=/tmp/x"]),
+        _torchtune("torchtune-llama3.2-1b"),
     ),
     ("mpi-launcher-as-node-without-node-job", trainjob(runtime="deepspeed-distributed", numNodes=2), _launcher_only()),
 ]
