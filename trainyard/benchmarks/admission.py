@@ -30,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from scheduler.engine.native import is_compiled
     from simulations.events import RandomStreams
     from simulations.scenarios import BUILTIN, build
 
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "usage_pct": round(100.0 * replay.usage_integral / (total_nominal * end_time), 2) if end_time else None,
         "virtual_seconds": round(end_time, 3),
         "wall_seconds": round(time.perf_counter() - wall_start, 3),
+        "engine_build": "mypyc" if is_compiled() else "python",
     }
 
 
