@@ -21,6 +21,7 @@ import yaml
 import runtimes.plugins.jobset_validation
 import runtimes.plugins.mpi
 import runtimes.plugins.torch
+import runtimes.plugins.torchtune
 import runtimes.plugins.volcano
 import runtimes.plugins.xgboost
 import runtimes.runtime_validation
@@ -162,6 +163,7 @@ TRAINER_RULE_MODULES = [
     runtimes.plugins.jobset_validation,
     runtimes.plugins.xgboost,
     runtimes.plugins.volcano,
+    runtimes.plugins.torchtune,
 ]
 
 

@@ -130,6 +130,10 @@ def _tune(runtime: str, num_nodes: int = 1, args: list[str] | None = None) -> di
     return trainjob(runtime=runtime, numNodes=num_nodes, command=list(TORCHTUNE_ENTRYPOINT), args=args or [])
 
 
+# LoRA on a quantized base: QLoRA, distributed when a node has other than one GPU or process
+QLORA = ("model.lora_attn_modules=[q_proj]", "model.quantize_base=True")
+
+
 def _annotated(document: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
     document["metadata"]["annotations"] = annotations
     return document
@@ -168,6 +172,16 @@ CUSTOM_RUNTIME_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     (
         "torchtune-managed-config",
         _tune("torchtune-llama3.2-1b", 1, ["output_dir=/tmp/x"]),
+        _torchtune("torchtune-llama3.2-1b"),
+    ),
+    (
+        "torchtune-qlora-qwen",
+        _tune("torchtune-qwen2.5-1.5b", 1, [*QLORA]),
+        _torchtune("torchtune-qwen2.5-1.5b"),
+    ),
+    (
+        "torchtune-qlora-llama-on-several-gpus",
+        _tune("torchtune-llama3.2-1b", 1, [*QLORA]),
         _torchtune("torchtune-llama3.2-1b"),
     ),
     ("mpi-launcher-as-node-without-node-job", trainjob(runtime="deepspeed-distributed", numNodes=2), _launcher_only()),
