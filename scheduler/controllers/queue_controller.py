@@ -49,6 +49,16 @@ CYCLE_KEY = "@cycle"
 RESYNC_KEY = "@resync"
 WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
 _POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _reason_skeleton(message: str) -> str:
+    """A pending message without its position and with its numbers blanked: what stays when
+    only the queue moved or the usage around the workload changed ("2 more needed" -> "6 more
+    needed"). A change of skeleton is a new reason (written at once, with an Event); a change
+    of numbers alone is refreshed at most every ``pending_refresh`` seconds, without an Event,
+    or a queue of a thousand would be rewritten on every cycle that moves any quota."""
+    return _NUMBER.sub("#", _POSITION.sub("", message))
 
 
 class QueueController:
@@ -236,8 +246,9 @@ class QueueController:
     async def _write_pending(self, now: float) -> None:
         """QuotaReserved=False with the reason and position, only where it changed.
 
-        A change of position alone is written at most every ``pending_refresh`` seconds per
-        workload, so a queue of a thousand moving up by one is not a thousand writes.
+        A change of position or of the numbers in the reason alone is written at most every
+        ``pending_refresh`` seconds per workload, so a queue of a thousand moving up by one, or
+        a quota freed by one finished job, is not a thousand writes.
         """
         loop = asyncio.get_running_loop()
         positions = self._positions()
@@ -255,14 +266,14 @@ class QueueController:
             current = _quota_reserved_message(document)
             if current == message:
                 continue
-            if current is not None and _POSITION.sub("", current) == _POSITION.sub("", message):
+            reason_changed = current is None or _reason_skeleton(current) != _reason_skeleton(message)
+            if not reason_changed:
                 last = self._pending_written.get(key)
                 if last is not None and loop.time() - last < self.pending_refresh:
                     continue
             patch = pending_patch(document, message, now)
             if patch is None:
                 continue
-            reason_changed = current is None or _POSITION.sub("", current) != _POSITION.sub("", message)
             writes.append(self._write_one_pending(key, document, patch, message if reason_changed else None))
         await asyncio.gather(*writes)
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from fakeapi.fixtures import FakeApi
 from queue_support import (
+    NS,
     Reader,
     condition,
     controller,
@@ -172,3 +173,50 @@ async def test_a_trainjob_whose_runtime_is_missing_gets_an_event_and_a_condition
     assert "no-such-runtime" in c["message"]
     assert len(events) == 1  # said once, not on every resync
     assert await reader.workload_of("lost") is None
+
+
+async def test_a_reason_whose_numbers_alone_change_is_refreshed_slowly_and_without_an_event(
+    fake_api: FakeApi, reader: Reader
+) -> None:
+    # Freed quota changes "N more needed" of every pending workload: rewriting a thousand of
+    # them (and recording two Events each) on every cycle starved the controllers under chaos.
+    seed_queues(fake_api, cpu=4)
+    fake_api.server.seed(trainjob("small", nodes=2))
+    fake_api.server.seed(trainjob("other", nodes=1))
+    async with kube(fake_api) as client, controller(client) as process:
+        await eventually(lambda: _admitted(reader, "small"), what="the small job admitted")
+        await eventually(lambda: _admitted(reader, "other"), what="the other job admitted")
+        fake_api.server.seed(trainjob("big", nodes=4))
+
+        async def pending_message() -> str | None:
+            pending = condition(await reader.workload_of("big"), "QuotaReserved")
+            return None if pending is None or pending["status"] != "False" else str(pending["message"])
+
+        before = await eventually(pending_message, what="the big job pending")
+        assert "3 more needed" in before, before
+        await client.patch(
+            "TrainJob",
+            "small",
+            {"status": {"conditions": [{"type": "Complete", "status": "True", "reason": "Done", "message": "done"}]}},
+            NS,
+            status=True,
+        )
+        await eventually(lambda: _finished(reader, "small"), what="the small job finished and its quota released")
+        process.built.queue.request_cycle()
+        await asyncio.sleep(0.5)
+        assert await pending_message() == before  # only a number changed: not rewritten yet
+        process.built.queue.pending_refresh = 0.05
+        process.built.queue.request_cycle()
+
+        async def refreshed() -> bool:
+            message = await pending_message()
+            return message is not None and "1 more needed" in message
+
+        await eventually(refreshed, what="the refreshed numbers")
+    pending_events = [e for e in await reader.events() if e.reason == "Pending" and "big" in e.involved_object.name]
+    assert len(pending_events) == 2  # one on the Workload, one on the TrainJob: for the first reason only
+
+
+async def _finished(reader: Reader, name: str) -> bool:
+    finished = condition(await reader.workload_of(name), "Finished")
+    return finished is not None and finished["status"] == "True"

@@ -307,14 +307,29 @@ def _replica_state(replica: Any) -> dict[str, Any]:
     usage = {
         name: {str(k): v for k, v in cq.node.usage.items()} for name, cq in sorted(engine.model.cluster_queues.items())
     }
+    from scheduler.engine.views import waiting_reason
+
     task = replica.task
+    pending = [info for info in engine.workloads.values() if info.state.name == "PENDING"][:5]
+    timer = engine.next_timer()
     return {
         "task": "running" if not task.done() else repr(task.exception()) if not task.cancelled() else "cancelled",
         "leading": service.manager.leading.is_set(),
         "terms": service.manager.terms,
         "cycles": service.queue.queue.cycles,
+        "informers": {
+            i.kind.kind: {
+                "lists": i.stats.lists,
+                "watches": i.stats.watches,
+                "errors": i.stats.errors,
+                "rv": i.resource_version,
+            }
+            for i in service.manager.informers
+        },
         "engine_states": dict(states),
         "engine_usage": usage,
+        "engine_next_timer_in_s": None if timer is None else round(timer - time.time(), 2),
+        "pending_reasons": {info.key: waiting_reason(engine, info) for info in pending},
         "work_queues": {
             c.name: {
                 "queued": len(c.queue._queue),
@@ -335,15 +350,25 @@ def _story(cluster: Any, replica: Any, trainjob_name: str, workload: str | None)
             cluster.server.type_of("trainer.kubeflow.org/v1alpha1", "TrainJob"), NAMESPACE, trainjob_name
         )
         conditions = (document.get("status") or {}).get("conditions") or []
+        parts.append(f"trainjob rv={document['metadata'].get('resourceVersion')}")
         parts.append(f"suspend={(document.get('spec') or {}).get('suspend')}")
         parts.append("trainjob=" + ",".join(f"{c.get('type')}={c.get('status')}" for c in conditions))
     except Exception as error:
         parts.append(f"trainjob: {error}")
     try:
-        store.get(cluster.server.type_of("jobset.x-k8s.io/v1alpha2", "JobSet"), NAMESPACE, trainjob_name)
-        parts.append("jobset present")
+        jobset = store.get(cluster.server.type_of("jobset.x-k8s.io/v1alpha2", "JobSet"), NAMESPACE, trainjob_name)
+        conditions = (jobset.get("status") or {}).get("conditions") or []
+        parts.append(
+            f"jobset rv={jobset['metadata'].get('resourceVersion')} "
+            + ",".join(f"{c.get('type')}={c.get('status')}" for c in conditions)
+        )
     except Exception:
         parts.append("no jobset")
+    cache = replica.service.manager.cache
+    for kind in ("TrainJob", "JobSet"):
+        cached = cache.get(kind, trainjob_name, NAMESPACE)
+        version = None if cached is None else cached["metadata"].get("resourceVersion")
+        parts.append(f"cached {kind} rv={version}")
     if workload is not None:
         engine = replica.service.queue.queue.engine
         info = engine.workloads.get(f"{NAMESPACE}/{workload}")
