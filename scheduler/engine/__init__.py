@@ -8,8 +8,9 @@ torch. Other packages use only the names below; the modules behind them are the 
 cohort tree, ``preemption``/``candidates`` victims, ``placement`` the bridge to
 ``scheduler.topology``, ``restore``/``restore_placements`` rebuilding from Workload status.
 
-When ``python -m scheduler.engine.native`` has compiled the hot modules and they match their
-sources, they are what runs (see ``native``); otherwise everything is pure Python.
+When ``make install`` (``python -m scheduler.engine.native_build``) has compiled the hot modules
+and they match their sources, they are what runs (see ``native``); otherwise everything is pure
+Python (``TRAINYARD_PURE_ENGINE=1`` forces that).
 """
 
 from scheduler.engine.native import activate as _activate_native

@@ -1,8 +1,9 @@
 """The engine's hot modules compiled with mypyc, used only while they match their sources.
 
-The pure-Python files stay the single source of truth. ``python -m scheduler.engine.native_build``
-compiles ``COMPILED`` with mypyc (the project's strict typing is what mypyc needs) into
-``build/native/`` (ignored by git) and records a sha256 of every compiled source next to them.
+The pure-Python files stay the single source of truth. ``make install`` runs
+``python -m scheduler.engine.native_build``, which compiles ``COMPILED`` with mypyc (the
+project's strict typing is what mypyc needs) into ``build/native/`` (ignored by git) and
+records a sha256 of every compiled source next to them.
 At import, ``scheduler.engine`` calls ``activate``: when the recorded digest equals the sources'
 digest now, the compiled directory goes first on the package's ``__path__`` and the compiled
 modules are what runs; when anything differs (a source was edited after the build, the build
