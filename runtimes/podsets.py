@@ -32,14 +32,22 @@ def workload_pod_sets(rendered: RenderedTrainJob) -> list[dict[str, Any]]:
             "template": template,
             "count": job.effective_replicas * job.pods_per_job,
         }
-        request = _topology_request(template, job.effective_replicas)
+        # How Kueue tells pods of a JobSet apart: the completion index within a Job, the Job index
+        # within the replicated job.
+        request = topology_request(template, JOB_COMPLETION_INDEX_ANNOTATION, (JOB_INDEX_LABEL, job.effective_replicas))
         if request:
             pod_set["topologyRequest"] = request
         pod_sets.append(pod_set)
     return pod_sets
 
 
-def _topology_request(template: dict[str, Any], replicas: int) -> dict[str, Any]:
+def topology_request(
+    template: dict[str, Any], pod_index_label: str | None, sub_group: tuple[str, int] | None = None
+) -> dict[str, Any] | None:
+    """Kueue's ``jobframework.NewPodSetTopologyRequest``: the template's TAS annotations, and how
+    the job kind tells its pods apart (``pod_index_label``, and ``sub_group`` = (label, count)).
+    None when the template asks for no topology. Every job kind's pod sets use this one reading
+    (``scheduler.jobs`` for Kueue's integrations, :func:`workload_pod_sets` for TrainJobs)."""
     annotations: dict[str, str] = (template.get("metadata") or {}).get("annotations") or {}
     request: dict[str, Any] = {}
     if PODSET_REQUIRED_TOPOLOGY in annotations:
@@ -48,13 +56,12 @@ def _topology_request(template: dict[str, Any], replicas: int) -> dict[str, Any]
         request["preferred"] = annotations[PODSET_PREFERRED_TOPOLOGY]
     elif annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY) == "true":
         request["unconstrained"] = True
-    else:
-        return {}
-    # How Kueue tells pods of a JobSet apart: the completion index within a Job, the Job index
-    # within the replicated job.
-    request["podIndexLabel"] = JOB_COMPLETION_INDEX_ANNOTATION
-    request["subGroupIndexLabel"] = JOB_INDEX_LABEL
-    request["subGroupCount"] = replicas
+    elif PODSET_SLICE_REQUIRED_TOPOLOGY not in annotations:
+        return None
+    if pod_index_label:
+        request["podIndexLabel"] = pod_index_label
+    if sub_group is not None:
+        request["subGroupIndexLabel"], request["subGroupCount"] = sub_group
     if PODSET_SLICE_REQUIRED_TOPOLOGY in annotations:
         request["podSetSliceRequiredTopology"] = annotations[PODSET_SLICE_REQUIRED_TOPOLOGY]
         if annotations.get(PODSET_SLICE_SIZE, "").isdigit():

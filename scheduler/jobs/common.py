@@ -18,14 +18,9 @@ from pydantic import ValidationError
 
 from runtimes.errors import FieldError
 from runtimes.k8s.core import PodTemplateSpec
+from runtimes.podsets import topology_request as topology_request  # Kueue's reading, shared with TrainJobs
 from scheduler.api.field_rules import errors_from_pydantic
 from scheduler.api.kueue import (
-    PODSET_GROUP_NAME,
-    PODSET_PREFERRED_TOPOLOGY,
-    PODSET_REQUIRED_TOPOLOGY,
-    PODSET_SLICE_REQUIRED_TOPOLOGY,
-    PODSET_SLICE_SIZE,
-    PODSET_UNCONSTRAINED_TOPOLOGY,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     PriorityClassRef,
@@ -116,34 +111,6 @@ def pod_template(value: Any, path: str) -> dict[str, Any]:
     if not (value.get("spec") or {}).get("containers"):
         raise JobError([FieldError(at("spec.containers"), "must list at least one container")])
     return value
-
-
-def topology_request(
-    template: dict[str, Any], pod_index_label: str | None, sub_group: tuple[str, int] | None = None
-) -> dict[str, Any] | None:
-    """Kueue's ``jobframework.NewPodSetTopologyRequest``: the template's TAS annotations, and how
-    the kind tells its pods apart (``pod_index_label``, and ``sub_group`` = (label, count))."""
-    annotations: dict[str, str] = (template.get("metadata") or {}).get("annotations") or {}
-    request: dict[str, Any] = {}
-    if PODSET_REQUIRED_TOPOLOGY in annotations:
-        request["required"] = annotations[PODSET_REQUIRED_TOPOLOGY]
-    elif PODSET_PREFERRED_TOPOLOGY in annotations:
-        request["preferred"] = annotations[PODSET_PREFERRED_TOPOLOGY]
-    elif annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY) == "true":
-        request["unconstrained"] = True
-    elif PODSET_SLICE_REQUIRED_TOPOLOGY not in annotations:
-        return None
-    if pod_index_label:
-        request["podIndexLabel"] = pod_index_label
-    if sub_group is not None:
-        request["subGroupIndexLabel"], request["subGroupCount"] = sub_group
-    if PODSET_SLICE_REQUIRED_TOPOLOGY in annotations:
-        request["podSetSliceRequiredTopology"] = annotations[PODSET_SLICE_REQUIRED_TOPOLOGY]
-        if annotations.get(PODSET_SLICE_SIZE, "").isdigit():
-            request["podSetSliceSize"] = int(annotations[PODSET_SLICE_SIZE])
-    if PODSET_GROUP_NAME in annotations:
-        request["podSetGroupName"] = annotations[PODSET_GROUP_NAME]
-    return request
 
 
 def pod_set(name: str, template: dict[str, Any], count: int, request: dict[str, Any] | None) -> dict[str, Any]:
