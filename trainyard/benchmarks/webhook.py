@@ -32,6 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="connections / requests in flight (default 8)")
     parser.add_argument("--warmup", type=int, default=500, help="reviews sent before measuring (default 500)")
     parser.add_argument("--objects", type=Path, default=FIXTURE_OBJECTS, help="objects the server caches")
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="write the server process's cProfile stats (CPU time) here"
+    )
 
 
 def _pin(*, first: bool) -> None:
@@ -50,8 +53,9 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def _serve(objects: str, pipe: Connection) -> None:
+def _serve(objects: str, pipe: Connection, profile: str | None = None) -> None:
     import asyncio
+    import cProfile
     import signal
     import tempfile
 
@@ -74,7 +78,13 @@ def _serve(objects: str, pipe: Connection) -> None:
             await stop.wait()
             await server.stop()
 
+    profiler = cProfile.Profile(time.process_time) if profile else None
+    if profiler is not None:
+        profiler.enable()
     asyncio.run(main())
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(str(profile))
 
 
 def _trainjob(
@@ -200,7 +210,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError("--requests and --concurrency must be at least 1")
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
-    server = context.Process(target=_serve, args=(str(args.objects), child), daemon=True)
+    profile = str(args.profile) if args.profile else None
+    server = context.Process(target=_serve, args=(str(args.objects), child, profile), daemon=True)
     server.start()
     try:
         if not parent.poll(60):
