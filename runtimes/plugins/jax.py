@@ -10,7 +10,8 @@ from __future__ import annotations
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION
 from runtimes.api.trainer import NODE, TrainJob
 from runtimes.plugins.framework import RuntimeInfo
-from runtimes.plugins.podspec import find_container, upsert_env, upsert_port
+from runtimes.plugins.podspec import upsert_env, upsert_port
+from runtimes.plugins.trainer_node import node_container_with_env, sized_trainer_pod_set
 
 # The coordinator port (Trainer's JAXContainerPort, the Training Operator's JAXJob default).
 JAX_COORDINATOR_PORT = 6666
@@ -35,17 +36,12 @@ class JaxPlugin:
         if info.ml_policy.jax is None:
             return
         trainer = trainjob.spec.trainer
-        trainer_pod_set = info.trainer_pod_set()
+        trainer_pod_set = sized_trainer_pod_set(info, trainer)
         if trainer_pod_set is None:
             return
-        if trainer is not None and trainer.num_nodes is not None:
-            trainer_pod_set.count = trainer.num_nodes
-        pod_spec = info.pod_spec(trainer_pod_set.name)
-        container = find_container(pod_spec, NODE) if pod_spec is not None else None
+        container = node_container_with_env(info, trainer_pod_set.name, trainer)
         if container is None:
             return
-        if trainer is not None and trainer.env:
-            upsert_env(container, [env.to_dict() for env in trainer.env])
         upsert_env(
             container,
             [

@@ -19,6 +19,7 @@ from runtimes.k8s.quantity import parse_quantity
 from runtimes.plugins.framework import RuntimeInfo
 from runtimes.plugins.podspec import find_container, gpu_count, upsert_env, upsert_port
 from runtimes.plugins.torchtune import is_torchtune, torchtune_command, validate_torchtune
+from runtimes.plugins.trainer_node import node_container_with_env
 
 PET_NNODES = "PET_NNODES"
 PET_NPROC_PER_NODE = "PET_NPROC_PER_NODE"
@@ -187,12 +188,9 @@ class TorchPlugin:
         num_nodes = num_nodes or str(trainer_pod_set.count)
         self._inject_env_targets(info, torch_policy.env_injection, num_nodes, num_proc)
 
-        pod_spec = info.pod_spec(trainer_pod_set.name)
-        container = find_container(pod_spec, NODE) if pod_spec is not None else None
+        container = node_container_with_env(info, trainer_pod_set.name, trainer)
         if container is None:
             return
-        if trainer is not None and trainer.env:
-            upsert_env(container, [env.to_dict() for env in trainer.env])
         # A TrainJob without spec.trainer still runs torchrun on the runtime's command: it gets
         # the PET_* variables too. torchtune takes its rendezvous on the command line instead of
         # PET_MASTER_*; the JobSet build writes this command in place of the TrainJob's ``tune run``.

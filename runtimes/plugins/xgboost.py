@@ -13,8 +13,9 @@ from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION
 from runtimes.api.trainer import NODE, TrainJob
 from runtimes.errors import FieldError
 from runtimes.plugins.framework import RuntimeInfo
-from runtimes.plugins.podspec import find_container, gpu_count, upsert_env, upsert_port
+from runtimes.plugins.podspec import gpu_count, upsert_env, upsert_port
 from runtimes.plugins.torch import TORCH_MASTER_PORT, node_resources
+from runtimes.plugins.trainer_node import node_container_with_env, sized_trainer_pod_set
 
 DMLC_TRACKER_URI = "DMLC_TRACKER_URI"
 DMLC_TRACKER_PORT = "DMLC_TRACKER_PORT"
@@ -44,17 +45,12 @@ class XGBoostPlugin:
         if info.ml_policy.xgboost is None:
             return
         trainer = trainjob.spec.trainer
-        trainer_pod_set = info.trainer_pod_set()
+        trainer_pod_set = sized_trainer_pod_set(info, trainer)
         if trainer_pod_set is None:
             return
-        if trainer is not None and trainer.num_nodes is not None:
-            trainer_pod_set.count = trainer.num_nodes
-        pod_spec = info.pod_spec(trainer_pod_set.name)
-        container = find_container(pod_spec, NODE) if pod_spec is not None else None
+        container = node_container_with_env(info, trainer_pod_set.name, trainer)
         if container is None:
             return
-        if trainer is not None and trainer.env:
-            upsert_env(container, [env.to_dict() for env in trainer.env])
         resources = node_resources(info, trainjob)
         gpus = gpu_count(resources.get("requests") or {}) or gpu_count(resources.get("limits") or {})
         workers = trainer_pod_set.count * max(1, gpus)
