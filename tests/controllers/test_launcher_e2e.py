@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from test_launcher_jobset import NS, TOLERATION, admit, condition, eventually, launcher, seed_cluster
+from launcher_support import NS, TOLERATION, admit, condition, eventually, launcher, seed_cluster
 from test_launcher_trainer import trainer_renders
 
 from scheduler.api.topology_assignment import HOSTNAME_LABEL

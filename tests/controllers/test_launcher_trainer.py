@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from test_launcher_jobset import (
+from launcher_support import (
     EVICTED_STATUS,
     NS,
     TOLERATION,

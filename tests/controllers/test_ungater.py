@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from test_launcher_jobset import NS, admitted_status, eventually, launcher
+from launcher_support import NS, admitted_status, eventually, launcher
 
 from scheduler.api.topology_assignment import HOSTNAME_LABEL
 from scheduler.controllers.constants import MANAGED_LABEL, PODSET_LABEL, TOPOLOGY_SCHEDULING_GATE, WORKLOAD_ANNOTATION
