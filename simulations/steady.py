@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from simulations.events import RandomStreams
-from simulations.workloads import DurationModel, JobSpec, SizeMix, SyntheticWorkload, make_job
+from simulations.workloads import DurationModel, JobSpec, SizeMix, SyntheticWorkload, jobs_from_draws
 
 DAY = 86_400.0
 
@@ -104,18 +104,8 @@ def generate_steady_jobs(
         teams = team_rng.choice(len(workload.teams), size=size, p=weights)
         high = priority_rng.random(size) < workload.high_priority_fraction
         gpus, seconds = _draw_sizes(mixes, teams, size_rng, duration_rng)
-        for i in range(size):
-            yield make_job(
-                workload,
-                produced + i,
-                workload.teams[int(teams[i])],
-                float(arrivals[i]),
-                int(gpus[i]),
-                float(seconds[i]),
-                bool(high[i]),
-                gpus_per_node,
-                topology_levels,
-            )
+        draws = (arrivals, teams, gpus, seconds, high)
+        yield from jobs_from_draws(workload, produced, draws, gpus_per_node, topology_levels)
         produced += size
 
 

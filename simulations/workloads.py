@@ -29,8 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulations.events import RandomStreams
-
 
 @dataclass(slots=True)
 class JobSpec:
@@ -172,62 +170,6 @@ def arrival_rate(workload: SyntheticWorkload, cluster_gpus: int) -> float:
     return workload.load * cluster_gpus / work_per_job
 
 
-def generate_jobs(
-    workload: SyntheticWorkload,
-    cluster_gpus: int,
-    gpus_per_node: int,
-    streams: RandomStreams,
-    chunk: int = 4096,
-    topology_levels: tuple[str, ...] = (),
-) -> Iterator[JobSpec]:
-    """Jobs in submit order, drawn lazily in chunks (a 100,000-job run never holds them all).
-
-    Each input has its own random stream, so changing the mix does not move the arrivals.
-    Steady-state workloads (diurnal arrivals, a horizon, per-team mixes) come from
-    ``simulations.steady``.
-    """
-    if workload.steady:
-        from simulations.steady import generate_steady_jobs
-
-        yield from generate_steady_jobs(workload, cluster_gpus, gpus_per_node, streams, chunk, topology_levels)
-        return
-    sizes = workload.sizes()
-    durations = workload.durations()
-    rate = arrival_rate(workload, cluster_gpus)
-    gaps = streams.numpy("arrivals")
-    size_rng = streams.numpy("sizes")
-    duration_rng = streams.numpy("durations")
-    team_rng = streams.numpy("teams")
-    priority_rng = streams.numpy("priorities")
-    team_weights = np.array([t.weight for t in workload.teams], dtype=float)
-    team_weights /= team_weights.sum()
-    probabilities = np.array(sizes.probabilities, dtype=float)
-    probabilities /= probabilities.sum()
-    now = 0.0
-    produced = 0
-    while produced < workload.jobs:
-        size = min(chunk, workload.jobs - produced)
-        arrivals = now + np.cumsum(gaps.exponential(1.0 / rate, size))
-        now = float(arrivals[-1])
-        gpus = size_rng.choice(np.array(sizes.gpus), size=size, p=probabilities)
-        seconds = durations.sample(duration_rng, size)
-        teams = team_rng.choice(len(workload.teams), size=size, p=team_weights)
-        high = priority_rng.random(size) < workload.high_priority_fraction
-        for i in range(size):
-            yield make_job(
-                workload,
-                produced + i,
-                workload.teams[int(teams[i])],
-                float(arrivals[i]),
-                int(gpus[i]),
-                float(seconds[i]),
-                bool(high[i]),
-                gpus_per_node,
-                topology_levels,
-            )
-        produced += size
-
-
 def make_job(
     workload: SyntheticWorkload,
     index: int,
@@ -262,3 +204,26 @@ def make_job(
         topology_mode=(workload.topology_mode if multi else "required") if topology_levels else None,
         topology_level=(level if multi else hostname_level) if topology_levels else None,
     )
+
+
+def jobs_from_draws(
+    workload: SyntheticWorkload,
+    first_index: int,
+    draws: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    gpus_per_node: int,
+    topology_levels: tuple[str, ...],
+) -> Iterator[JobSpec]:
+    """One chunk's jobs from its drawn columns: (submit times, team indexes, GPUs, seconds, high priority)."""
+    arrivals, teams, gpus, seconds, high = draws
+    for i in range(len(arrivals)):
+        yield make_job(
+            workload,
+            first_index + i,
+            workload.teams[int(teams[i])],
+            float(arrivals[i]),
+            int(gpus[i]),
+            float(seconds[i]),
+            bool(high[i]),
+            gpus_per_node,
+            topology_levels,
+        )

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass
+from simulations.arrivals import generate_jobs
 from simulations.cluster import (
     GPU_RESOURCE,
     LOCAL_QUEUE_NAME,
@@ -21,7 +22,7 @@ from simulations.errors import SimulationInputError
 from simulations.events import RandomStreams
 from simulations.scenarios.spec import BuiltScenario, KueuePerfSpec, Scenario
 from simulations.steady import expected_jobs
-from simulations.workloads import JobSpec, SyntheticWorkload, generate_jobs
+from simulations.workloads import JobSpec, SyntheticWorkload
 
 
 def build(scenario: Scenario) -> BuiltScenario:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from scheduler.api.kueue import ClusterQueue, LocalQueue, Topology
+from simulations.arrivals import generate_jobs
 from simulations.cluster import (
     BLOCK_LABEL,
     GPU_RESOURCE,
@@ -25,7 +26,7 @@ from simulations.errors import SimulationInputError
 from simulations.events import Event, EventKind, EventQueue, RandomStreams
 from simulations.kwok import KWOK_NODE_ANNOTATION
 from simulations.traces import read_job_csv, read_openb
-from simulations.workloads import SyntheticWorkload, generate_jobs
+from simulations.workloads import SyntheticWorkload
 
 OPENB = Path(__file__).resolve().parents[3] / "shared" / "traces" / "alibaba-openb-2023"
 

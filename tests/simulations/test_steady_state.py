@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simulations.arrivals import generate_jobs
 from simulations.cluster import ClusterSpec
 from simulations.errors import SimulationInputError
 from simulations.events import RandomStreams
@@ -16,7 +17,7 @@ from simulations.scenarios import BUILTIN, build, load_scenario_file
 from simulations.scenarios.catalogue import STEADY_TEAMS, steady_scenario, steady_workload
 from simulations.simulator import Simulation, SimulationResult
 from simulations.steady import DAY, mean_rate
-from simulations.workloads import JobSpec, generate_jobs
+from simulations.workloads import JobSpec
 from trainyard.cli.main import main
 
 QUARTER = ClusterSpec(spines_per_zone=1, blocks_per_spine=8, nodes_per_block=32)  # 256 nodes, 2,048 GPUs
