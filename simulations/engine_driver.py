@@ -17,8 +17,7 @@ from scheduler.api.kueue import (
     PODSET_REQUIRED_TOPOLOGY,
     Workload,
 )
-from scheduler.engine import AdmissionEngine, EngineConfig, WaitForPodsReady, WorkloadState
-from scheduler.engine.views import waiting_reason
+from scheduler.engine import AdmissionEngine, EngineConfig, WaitForPodsReady, WorkloadState, waiting_reason
 from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.workloads import JobSpec
 

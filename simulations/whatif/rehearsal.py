@@ -123,7 +123,7 @@ def _entries(
 ) -> list[tuple[int, float, JobSpec]]:
     """(group, order, job): 0 admitted (what is left of its run), 1 pending, 2 its next submission
     replayed from the last ``window`` of arrivals."""
-    from scheduler.engine.engine import parse_timestamp
+    from scheduler.engine import parse_timestamp
 
     namespace = workload.metadata.namespace or "default"
     duration = float(workload.spec.maximum_execution_time_seconds or default_duration)
