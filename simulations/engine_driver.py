@@ -105,7 +105,8 @@ def workload_document(job: JobSpec) -> dict[str, Any]:
     }
 
 
-def _shape(job: JobSpec) -> tuple[Any, ...]:
+def workload_shape(job: JobSpec) -> tuple[Any, ...]:
+    """What makes two jobs of one team the same Workload to the engine (its template cache's key)."""
     return (
         job.nodes,
         job.gpus_per_node,
@@ -132,7 +133,7 @@ class EngineDriver:
         self.engine.apply(obj)
 
     def workload(self, job: JobSpec) -> Workload:
-        shape = _shape(job)
+        shape = workload_shape(job)
         template = self._templates.get(shape)
         if template is None:
             template = Workload.model_validate(workload_document(job))

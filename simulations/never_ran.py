@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from simulations.cluster import GPU_PRODUCT_LABEL, flavor_name
-from simulations.engine_driver import EngineDriver
+from simulations.engine_driver import EngineDriver, workload_shape
 from simulations.invariants import NodeLedger, pod_amounts
 from simulations.metrics import MetricsRecorder
 from simulations.workloads import JobSpec
@@ -44,17 +44,7 @@ def never_ran(
         if record.admitted is not None:
             continue
         job = jobs[key]
-        shape = (
-            job.team,
-            job.nodes,
-            job.gpus_per_node,
-            job.cpu_milli,
-            job.memory_mib,
-            job.topology_mode,
-            job.topology_level,
-            job.gpu_models,
-            job.priority_class,
-        )
+        shape = (job.team, *workload_shape(job))
         if shape not in never_fits:
             never_fits[shape] = driver.never_fits_reason(job)
         reason = never_fits[shape]
