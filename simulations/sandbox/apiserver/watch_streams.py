@@ -139,6 +139,13 @@ class WatchStream:
             if not subscription.stalled:
                 await self.send_event(response, event)
         if self.bookmarks and not subscription.stalled:
+            # What is queued was committed before the bookmark's revision: it goes first, or a
+            # client resuming from the bookmark would never see it.
+            while not subscription.queue.empty():
+                pending = subscription.queue.get_nowait()
+                if pending is None:
+                    return
+                await self.send_event(response, pending)
             bookmark = {
                 "kind": self.rtype.kind,
                 "apiVersion": self.rtype.api_version,
