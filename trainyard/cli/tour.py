@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
-import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trainyard.cli.tour_cluster import TourJob
@@ -345,41 +343,11 @@ async def tour(step_timeout: float, console: Console) -> None:
             story.summary()
 
 
-class HeldLogRecords(logging.Handler):
-    """Keeps the components' warnings off the story: a retry's traceback is for `kubectl logs`, not the tour."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@contextlib.contextmanager
-def component_logs(verbose: bool) -> Iterator[HeldLogRecords]:
-    """Route the in-process components' log records: held (counted) by default, to stderr with --verbose."""
-    held = HeldLogRecords()
-    handler: logging.Handler = logging.StreamHandler(sys.stderr) if verbose else held
-    if verbose:
-        handler.setLevel(logging.INFO)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    if verbose:
-        root.setLevel(logging.INFO)
-    try:
-        yield held
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainyard.cli.errors import UserError
+    from trainyard.cli.tour_logs import component_logs
     from trainyard.cli.tour_watch import TourTimeout
 
     if args.step_timeout <= 0:
