@@ -9,9 +9,7 @@ PACKAGES = ("scheduler", "runtimes", "webhooks", "simulations", "trainyard")
 LIMIT = 400
 
 # Modules over the limit that their owner is splitting; a debt list that may only shrink.
-KNOWN = {
-    "trainyard/cli/tour.py",  # 401 lines, the sandbox tour (issue 12), being edited
-}
+KNOWN: set[str] = set()  # modules allowed over the limit for now: none
 
 
 def oversized_modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES, limit: int = LIMIT) -> dict[str, int]:
