@@ -317,3 +317,22 @@ def test_serve_objects_refuses(
     for name, text in files.items():
         write(tmp_path / "objects", name, text)
     refused(capsys, ["serve", "webhook", "--self-signed", "--objects", str(tmp_path / "objects")], *needles)
+
+
+def test_serve_objects_strict_refuses_a_misspelt_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "objects", "q.yaml", queues("4").replace('"4"', '"4"\n        borowingLimit: 2'))
+    argv = ["serve", "webhook", "--self-signed", "--strict", "--objects", str(tmp_path / "objects")]
+    refused(capsys, argv, "q.yaml:18:", 'ClusterQueue "team-a"', "borowingLimit", "did you mean borrowingLimit?")
+
+
+def test_serve_objects_warns_of_a_misspelt_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from trainyard.cli.main import build_parser
+    from trainyard.cli.serve_webhook import load_objects
+
+    write(tmp_path / "objects", "q.yaml", queues("4").replace('"4"', '"4"\n        borowingLimit: 2'))
+    args = build_parser().parse_args(["serve", "webhook", "--self-signed", "--objects", str(tmp_path / "objects")])
+    cache = load_objects(args, from_cluster=False)
+    err = capsys.readouterr().err
+    assert "warning: " in err
+    assert "did you mean borrowingLimit?" in err
+    assert cache.get("ClusterQueue", "team-a") is not None  # loaded all the same, unknown field kept

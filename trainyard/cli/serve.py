@@ -89,6 +89,11 @@ def _source_flags(parser: argparse.ArgumentParser) -> None:
         "(default inside a Pod without --objects: the in-cluster service account)",
     )
     parser.add_argument("--context", help="with --kubeconfig: the kubeconfig context to use (default: current)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --objects: an unknown field is an error, not a warning (as kubectl's field validation Strict)",
+    )
 
 
 def _visibility_flags(parser: argparse.ArgumentParser) -> None:

@@ -32,10 +32,13 @@ def load_objects(args: argparse.Namespace, from_cluster: bool) -> ObjectCache:
 
     cache = ObjectCache()
     if args.objects is not None:
+        warnings: list[str] = []
         try:
-            count = load_directory(args.objects, cache)
+            count = load_directory(args.objects, cache, strict=getattr(args, "strict", False), warnings=warnings)
         except ObjectFeedError as error:
             raise UserError(str(error)) from None
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         print(f"trainyard serve: loaded {count} objects from {args.objects}", file=sys.stderr)
     elif not from_cluster:
         print(
