@@ -143,7 +143,11 @@ class LauncherReconciler:
             step = self.launcher.stop
         else:
             step = self.launcher.sync
-        return ReconcileResult(requeue_after=await step(ctx))
+        conflicts = self.writes.conflicts
+        requeue_after = await step(ctx)
+        if requeue_after is None and self.writes.conflicts > conflicts:
+            requeue_after = STALE_CACHE_RECHECK  # a write met a 409: look again at what the cache shows then
+        return ReconcileResult(requeue_after=requeue_after)
 
 
 # -------------------------------------------------------------------------------- wiring

@@ -31,6 +31,10 @@ class LauncherWrites:
         self.client = client
         self.counts: Counter[str] = Counter()
         self._replaced: dict[tuple[str, str], str] = {}
+        # 409s answered to a conditional write. A conflict usually means the cache is behind and
+        # its next event re-queues the job, but a 409 need not come with a newer object (a
+        # webhook's or a proxy's refusal, an injected fault), so the reconciler looks again itself.
+        self.conflicts = 0
 
     def stale(self, kind: str, document: dict[str, Any]) -> bool:
         key = (kind, object_key(document))
@@ -64,6 +68,7 @@ class LauncherWrites:
             written = await with_retries(lambda: self.client.replace(document), what=f"update {kind}")
         except KubeApiError as error:
             if error.status == 409:
+                self.conflicts += 1
                 return None
             raise
         self._replaced[(kind, object_key(document))] = before
@@ -80,6 +85,7 @@ class LauncherWrites:
             )
         except KubeApiError as error:
             if error.status == 409:
+                self.conflicts += 1
                 return False
             raise
         self._replaced[(kind, object_key(document))] = resource_version(document)

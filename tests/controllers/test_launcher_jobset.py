@@ -112,8 +112,8 @@ async def check_pods_ungated_by_rank(client: KubeClient, jobset: dict[str, Any])
         assert pod["spec"]["nodeSelector"] == {"pool": "a", HOSTNAME_LABEL: host}
 
 
-async def check_completion_mirrored(client: KubeClient) -> None:
-    # The JobSet controller's part: the JobSet completes; the TrainJob mirrors it.
+async def complete_jobset(client: KubeClient) -> None:
+    """The JobSet controller's part: the JobSet completes."""
     await client.patch(
         "JobSet",
         "llm",
@@ -136,6 +136,11 @@ async def check_completion_mirrored(client: KubeClient) -> None:
         NS,
         status=True,
     )
+
+
+async def check_completion_mirrored(client: KubeClient) -> None:
+    # The JobSet completes; the TrainJob mirrors it.
+    await complete_jobset(client)
 
     async def completed() -> bool:
         return condition(await client.get("TrainJob", "llm", NS), "Complete") is not None
@@ -213,3 +218,22 @@ async def test_a_restarted_launcher_repeats_no_write_and_tolerates_existing_obje
         await asyncio.sleep(0.5)
         assert built.writes.counts.total() == 0, built.writes.counts
     assert writes_since(fake_api, settled) == []
+
+
+async def test_a_status_write_refused_with_a_conflict_still_ends_complete(fake_api: FakeApi) -> None:
+    # A 409 need not come with a newer TrainJob (a refusal by something in between, an injected
+    # fault): the launcher looks again by itself rather than wait for an event that may not come.
+    trainjob = seed_cluster(fake_api, nodes=2)
+    async with launcher(fake_api) as (client, built):
+        await admit(client, fake_api, trainjob, [("n1", 2)])
+
+        async def running() -> bool:
+            job = await client.get("TrainJob", "llm", NS)
+            return job["spec"].get("suspend") is False and condition(job, "Created") is not None
+
+        await eventually(running, what="the TrainJob running")
+        conflicts = built.writes.conflicts
+        refusal = fake_api.faults.fail("patch", "/trainjobs/llm/status", code=409, times=1)
+        await check_completion_mirrored(client)
+        assert refusal.remaining == 0
+        assert built.writes.conflicts == conflicts + 1  # the refused write was the launcher's
