@@ -209,5 +209,9 @@ def write_ca_bundle(path: Path, ca_pem: bytes) -> int:
             f"{path} holds no MutatingWebhookConfiguration or ValidatingWebhookConfiguration webhooks; "
             "use manifests/webhook/webhook-configurations.yaml"
         )
-    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    # Written aside and renamed over the file, so that a reader (kubectl apply, a test) never
+    # sees it half written.
+    staged = path.with_name(f".{path.name}.trainyard-tmp")
+    staged.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    os.replace(staged, path)
     return updated

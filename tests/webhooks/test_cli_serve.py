@@ -56,7 +56,7 @@ def test_serve_self_signed_writes_ca_bundle_and_stops_on_sigterm(tmp_path: Path)
         while True:
             documents = list(yaml.safe_load_all(configurations.read_text()))
             bundles = [hook["clientConfig"]["caBundle"] for doc in documents for hook in doc["webhooks"]]
-            if all(bundles) or time.monotonic() > deadline:
+            if (bundles and all(bundles)) or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         assert len(bundles) == 4
