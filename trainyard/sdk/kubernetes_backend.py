@@ -20,7 +20,6 @@ import asyncio
 import secrets
 import shlex
 import threading
-import time
 from collections.abc import AsyncGenerator, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -31,6 +30,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from runtimes.api.kueue_labels import QUEUE_NAME_LABEL
 from runtimes.api.trainer import FRAMEWORK_LABEL
+from runtimes.sdk.backend import wait_for_status
 from runtimes.sdk.trainjobs import build_trainjob, entrypoint_source, new_job_name
 from runtimes.sdk.types import BuiltinTrainer, CustomTrainer, Initializer, Runtime, TrainJob
 from scheduler.kube import KubeApiError, KubeClient, KubeError, load_api_client
@@ -39,7 +39,6 @@ from trainyard.sdk.views import job_view, runtime_view
 T = TypeVar("T")
 
 DEFAULT_RUNTIME = "torch-distributed"
-STATUSES = {"Created", "Running", "Complete", "Failed"}
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # Where a CustomTrainer's function is written inside the trainer container (a writable place
 # even under a read-only root filesystem).
@@ -245,20 +244,7 @@ class KubernetesBackend:
         return self._run(self._list_jobs(runtime))
 
     def wait_for_job_status(self, name: str, status: set[str], timeout: float, polling_interval: float) -> TrainJob:
-        if not status <= STATUSES:
-            raise ValueError(f"status {sorted(status)} must be a subset of {sorted(STATUSES)}")
-        if polling_interval <= 0 or timeout < 0:
-            raise ValueError(f"timeout ({timeout}) must be >= 0 and polling_interval ({polling_interval}) > 0")
-        deadline = time.monotonic() + timeout
-        while True:
-            job = self.get_job(name)
-            if job.status in status:
-                return job
-            if job.status == "Failed":
-                raise RuntimeError(f"TrainJob {name} is Failed: {job.message}")
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"TrainJob {name} did not reach {sorted(status)} in {timeout}s (now {job.status})")
-            time.sleep(polling_interval)
+        return wait_for_status(self.get_job, name, status, timeout, polling_interval)
 
     async def _delete_job(self, name: str) -> None:
         kube = await self._kube()
