@@ -39,6 +39,7 @@ from tests.validation.test_webhook_cli_parity import (
     REPO,
     RUNTIME_CASES,
     TRAINJOB_CASES,
+    assert_kueue_same_message,
     cli_message,
     request,
 )
@@ -60,12 +61,7 @@ RULE_MODULES = [
 
 @pytest.mark.parametrize("document", [c[1] for c in KUEUE_RULE_CASES], ids=[c[0] for c in KUEUE_RULE_CASES])
 def test_kueue_rule_same_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], document: dict[str, Any]) -> None:
-    verdict = kueue_handler.validate(request(document, document["kind"]), ObjectCache())
-    assert not verdict.allowed
-    assert verdict.message
-    path = tmp_path / "object.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    assert cli_message(tmp_path, capsys, ["admit", str(path)]) == verdict.message
+    assert_kueue_same_message(tmp_path, capsys, document)
 
 
 def rule_sites(module: Any) -> dict[tuple[int, int], str]:

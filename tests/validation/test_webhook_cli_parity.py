@@ -162,6 +162,11 @@ def cli_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[s
 
 @pytest.mark.parametrize("document", [c[1] for c in KUEUE_CASES], ids=[c[0] for c in KUEUE_CASES])
 def test_kueue_rule_same_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], document: dict[str, Any]) -> None:
+    assert_kueue_same_message(tmp_path, capsys, document)
+
+
+def assert_kueue_same_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], document: dict[str, Any]) -> None:
+    """The webhook refuses the Kueue object, and `admit` refuses its file in the same words."""
     verdict = kueue_handler.validate(request(document, document["kind"]), ObjectCache())
     assert not verdict.allowed
     assert verdict.message
