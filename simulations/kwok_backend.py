@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scheduler.kube import Informer, KubeApiError, KubeClient, load_api_client, with_retries
+from scheduler.kube import Informer, KubeApiError, KubeClient, close_api_client, load_api_client, with_retries
 from simulations.kwok_export import (
     exported_jobs,
     namespace_documents,
@@ -188,7 +188,7 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
         obj.namespace: obj.to_dict()["spec"]["clusterQueue"] for obj in built.objects if obj.kind == "LocalQueue"
     }
     api_client = await load_api_client(kubeconfig)
-    async with api_client:
+    try:
         kube = KubeClient(api_client)
         for document in _scenario_documents(built, jobs):
             await _create(kube, document)
@@ -213,6 +213,8 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await close_api_client(api_client)
     metrics.end_time = collector.since_origin(time.time())
     summary = metrics.summary()
     summary["backend"] = "kwok"

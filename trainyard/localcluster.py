@@ -30,7 +30,7 @@ from scheduler.controllers.launcher import LauncherMode
 from scheduler.controllers.service import ControllerService, build_controller_service
 from scheduler.engine import EngineConfig
 from scheduler.engine.config import WaitForPodsReady
-from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, load_api_client
+from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, close_api_client, load_api_client
 from scheduler.kube.backoff import Backoff
 from simulations.sandbox.apiserver import FakeApiServer
 from simulations.sandbox.cluster import scenario_objects
@@ -127,7 +127,7 @@ class LocalCluster:
             await self._webhook.stop()
             self._webhook = None
         if self._api_client is not None:
-            await self._api_client.close()
+            await close_api_client(self._api_client)  # last: every writer's connections have closed
             self._api_client = None
         await self.server.stop()
         if self._tempdir is not None:

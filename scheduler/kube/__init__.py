@@ -8,7 +8,7 @@ holds a coordination.k8s.io/v1 Lease. The admission engine never imports this pa
 
 from scheduler.kube.backoff import Backoff
 from scheduler.kube.client import KubeClient, ObjectList, WatchEvent, WatchInactive
-from scheduler.kube.config import load_api_client, running_in_cluster
+from scheduler.kube.config import close_api_client, load_api_client, running_in_cluster
 from scheduler.kube.errors import KubeApiError, KubeConfigError, KubeError, WatchExpired
 from scheduler.kube.group import InformerGroup
 from scheduler.kube.informer import Informer, InformerSettings, InformerStats, ObjectSink
@@ -42,6 +42,7 @@ __all__ = [
     "WatchEvent",
     "WatchExpired",
     "WatchInactive",
+    "close_api_client",
     "kind_named",
     "load_api_client",
     "patch_status",

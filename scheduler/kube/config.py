@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import urllib.request
 from pathlib import Path
@@ -47,6 +48,18 @@ async def load_api_client(kubeconfig: Path | None = None, *, context: str | None
     api_client = client.ApiClient(configuration)
     _skip_environment_lookups(api_client)
     return api_client
+
+
+async def close_api_client(api_client: client.ApiClient) -> None:
+    """Close ``api_client`` and give its TLS connections the loop turns they need to finish closing.
+
+    aiohttp waits for the connections it pools, but a connection a cancelled request was still
+    opening (a watch reconnecting at shutdown) closes a few callbacks later; an ``asyncio.run``
+    that ends first leaves its socket to the garbage collector (a ResourceWarning). Callers that
+    own their loop close with this before they return.
+    """
+    await api_client.close()
+    await asyncio.sleep(0.25)
 
 
 def _skip_environment_lookups(api_client: client.ApiClient) -> None:

@@ -85,7 +85,9 @@ class ClusterFeed:
     async def close(self) -> None:
         for task in (self.task, self.synced_task):
             await _stop_task(task)
-        await self.api_client.close()
+        from scheduler.kube import close_api_client
+
+        await close_api_client(self.api_client)
 
 
 class Controllers:
@@ -141,7 +143,9 @@ class Controllers:
 
     async def close(self) -> None:
         await _stop_task(self.task)
-        await self.api_client.close()
+        from scheduler.kube import close_api_client
+
+        await close_api_client(self.api_client)
 
 
 @contextlib.contextmanager

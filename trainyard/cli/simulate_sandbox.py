@@ -230,7 +230,7 @@ class ControllersThread:
     async def _serve(self) -> None:
         from scheduler.controllers.service import build_controller_service
         from scheduler.engine import EngineConfig
-        from scheduler.kube import KubeClient, load_api_client
+        from scheduler.kube import KubeClient, close_api_client, load_api_client
 
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
@@ -254,8 +254,7 @@ class ControllersThread:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         finally:
-            await api_client.close()
-            await asyncio.sleep(0.25)  # TLS connections finish closing before asyncio.run closes the loop
+            await close_api_client(api_client)
 
 
 def run_kwok_trainyard(

@@ -33,7 +33,7 @@ from runtimes.api.trainer import FRAMEWORK_LABEL
 from runtimes.sdk.backend import wait_for_status
 from runtimes.sdk.trainjobs import build_trainjob, entrypoint_source, new_job_name
 from runtimes.sdk.types import BuiltinTrainer, CustomTrainer, Initializer, Runtime, TrainJob
-from scheduler.kube import KubeApiError, KubeClient, KubeError, load_api_client
+from scheduler.kube import KubeApiError, KubeClient, KubeError, close_api_client, load_api_client
 from trainyard.sdk.views import job_view, runtime_view
 
 T = TypeVar("T")
@@ -112,7 +112,7 @@ class KubernetesBackend:
         if self._closed:
             return
         if self._api_client is not None:
-            asyncio.run_coroutine_threadsafe(self._api_client.close(), self._loop).result()
+            asyncio.run_coroutine_threadsafe(close_api_client(self._api_client), self._loop).result()
         self._closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
