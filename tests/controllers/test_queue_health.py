@@ -98,7 +98,15 @@ async def test_a_node_that_fails_under_a_running_job_evicts_it(fake_api: FakeApi
     seed_queues(fake_api, cpu=2)
     fake_api.server.seed(node("n1", ready=True))
     fake_api.server.seed(trainjob("job", nodes=1))
-    async with kube(fake_api) as client, controller(client):
+    # A requeue backoff keeps the evicted job out of the queue while the test reads it: without
+    # one it is admitted again at once, and Kueue then turns Evicted False (reason QuotaReserved),
+    # which a loaded machine can do between two polls.
+    config = EngineConfig(
+        wait_for_pods_ready=WaitForPodsReady(
+            timeout_seconds=300.0, requeuing=RequeuingStrategy(backoff_base_seconds=60.0)
+        )
+    )
+    async with kube(fake_api) as client, controller(client, config=config):
         await eventually(lambda: _admitted(reader, "job"), what="the admission")
         workload = await reader.workload_of("job")
         assert workload is not None
@@ -115,6 +123,7 @@ async def test_a_node_that_fails_under_a_running_job_evicts_it(fake_api: FakeApi
     assert evicted["reason"] == "NodeFailures"
     assert "n1" in evicted["message"]
     assert not workload["status"].get("admission")
+    assert workload["status"]["requeueState"]["count"] == 1
 
 
 async def create_pod(client: KubeClient, document: dict[str, Any]) -> None:
