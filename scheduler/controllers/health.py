@@ -14,17 +14,18 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from runtimes.k8s.core import Node
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
+from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import condition_true
 from scheduler.controllers.constants import WORKLOAD_ANNOTATION
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workload_status import pods_ready_patch
-
-if TYPE_CHECKING:
-    from scheduler.controllers.queue_controller import QueueController
+from scheduler.engine.node_failures import ReplacedPlacement
+from scheduler.engine.results import EvictedWorkload
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,24 @@ def placed_nodes(workload: dict[str, Any]) -> set[str]:
     return nodes
 
 
+class HealthWriter(Protocol):
+    """What the checks need from the queue controller: its cache, engine, clock and writes."""
+
+    cache: ClusterCache
+    clock: Callable[[], float]
+
+    @property
+    def engine(self) -> Any: ...
+
+    async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool: ...
+
+    async def write_node_failure_outcome(self, outcome: ReplacedPlacement | EvictedWorkload) -> bool: ...
+
+    async def evict_for_node_failure(self, key: str, node: str) -> bool: ...
+
+
 class HealthChecks:
-    def __init__(self, controller: QueueController) -> None:
+    def __init__(self, controller: HealthWriter) -> None:
         self.controller = controller
 
     async def reconcile(self, key: str) -> ReconcileResult:
