@@ -48,7 +48,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
                 raise UserError(f"unknown scenario {args.scenario!r}; built-in: {', '.join(BUILTIN)}")
             base = Rehearsal(build(BUILTIN[args.scenario]))
         else:
-            from trainyard.cli.queues import load_source
+            from trainyard.cli.queues_source import load_source
 
             loaded = load_source(args)
             base = rehearsal_from_queues(
