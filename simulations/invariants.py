@@ -17,7 +17,7 @@ engine returned:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,18 +77,8 @@ class NodeLedger:
                 path = tuple(labels.get(label_above, "") for label_above in self.levels[: depth + 1])
                 self.domains[depth, i] = ids.setdefault(path, len(ids))
         self.placed: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # key -> (node indexes, per-pod amounts)
-        # per level: nodes ordered by domain (stable) and where each domain starts, for reduceat
-        domain_order: list[np.ndarray | None] = []
-        domain_starts: list[np.ndarray] = []
-        for depth in range(len(self.levels)):
-            order = np.argsort(self.domains[depth], kind="stable")
-            ordered = self.domains[depth][order]
-            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if count else np.zeros(0, np.int64)
-            identity = bool((order == np.arange(count)).all())
-            domain_order.append(None if identity else order)
-            domain_starts.append(starts)
-        # reads used/ready in place: they are updated, never rebound
-        self._best_tier = BestTier(self.allocatable, self.used, self.ready, self.domains, domain_order, domain_starts)
+        # reads ready in place: callers flip it, never rebind it
+        self._best_tier = BestTier(self.names, self.labels, self.allocatable, self.ready, self.levels, RESOURCES)
 
     @property
     def gpu_capacity(self) -> int:
@@ -127,14 +117,14 @@ class NodeLedger:
                 f"{self.used[i, column]} requested, {self.allocatable[i, column]} allocatable"
             )
         self.placed[key] = (indexes, amounts)
-        self._best_tier.touched(indexes)
+        self._best_tier.reserve(indexes, amounts)
         return problems
 
     def release(self, key: str) -> None:
         placed = self.placed.pop(key, None)
         if placed is not None:
             np.subtract.at(self.used, placed[0], placed[1])
-            self._best_tier.touched(placed[0])
+            self._best_tier.release(*placed)
 
     def workloads_on(self, node: str) -> list[str]:
         i = self.index[node]
@@ -150,14 +140,15 @@ class NodeLedger:
         shared = np.flatnonzero((columns == columns[:, :1]).all(axis=1))
         return int(shared[-1]) if len(shared) else -1
 
-    def best_possible_level(self, pods: int, amounts: np.ndarray, eligible: np.ndarray) -> int:
+    def best_possible_level(self, pods: int, amounts: np.ndarray, node_selector: Mapping[str, str]) -> int:
         """t*: the deepest level with one domain able to host all ``pods`` (-1: none can).
 
         Slots per node are ``min_r ⌊free_r / request_r⌋`` over requested resources, on Ready
-        nodes of the admitted flavor, counted before the gang itself is placed. ``BestTier``
-        keeps the counts per shape and refreshes only the nodes changed since its last answer.
+        nodes matching the admitted flavor's ``node_selector`` (its nodeLabels), counted before
+        the gang itself is placed. ``BestTier`` answers through the topology placer's own
+        ``CapacityState``, which patches its per-shape counts on the nodes each change touched.
         """
-        return self._best_tier.best_level(pods, amounts, eligible)
+        return self._best_tier.best_level(pods, amounts, node_selector)
 
 
 @dataclass

@@ -92,8 +92,9 @@ class Simulation:
         self.running: dict[str, _Running] = {}
         self.generation: dict[str, int] = {}
         self.pending_shapes: Counter[tuple[int, int, int]] = Counter()  # (total gpus, per pod, pods)
-        self.flavor_masks = self._flavor_masks()
-        self.all_nodes = np.ones(len(self.ledger.names), dtype=bool)  # one array: t* caches per mask
+        self.flavor_selectors = {
+            o.name: dict(o.spec.node_labels) for o in built.objects if isinstance(o, ResourceFlavor)
+        }
         self.stage_rng = self.streams.python("stages")
         self.failures = NodeFailures(
             scenario.failures,
@@ -113,16 +114,6 @@ class Simulation:
         self._sample_every = scenario.sample_seconds
 
     # ------------------------------------------------------------------------------ helpers
-
-    def _flavor_masks(self) -> dict[str, np.ndarray]:
-        masks = {}
-        for obj in self.built.objects:
-            if isinstance(obj, ResourceFlavor):
-                wanted = obj.spec.node_labels
-                masks[obj.name] = np.array(
-                    [all(labels.get(k) == v for k, v in wanted.items()) for labels in self.ledger.labels], dtype=bool
-                )
-        return masks
 
     def _push(self, event: Event) -> None:
         if event.kind in FOREGROUND:
@@ -154,8 +145,8 @@ class Simulation:
         job = self.jobs[decision.key]
         if decision.placed and job.nodes > 1 and self.ledger.levels:
             flavor = next(iter(decision.flavors.values()), None)
-            mask = self.flavor_masks.get(flavor or "", self.all_nodes)
-            best = self.ledger.best_possible_level(job.nodes, pod_amounts(job), mask)
+            selector = self.flavor_selectors.get(flavor or "", {})
+            best = self.ledger.best_possible_level(job.nodes, pod_amounts(job), selector)
         else:
             best = None
         self.checker.admitted(

@@ -10,6 +10,7 @@ from scheduler.topology.failures import replace_failed_node
 from scheduler.topology.graph import (
     HOSTNAME_LABEL,
     NVLINK_CLIQUE_LABEL,
+    NodeInfo,
     TopologyGraph,
     TopologyIndex,
     build_topology_graph,
@@ -32,6 +33,7 @@ __all__ = [
     "FreeCapacity",
     "GangPlacement",
     "GangRequest",
+    "NodeInfo",
     "PlacementFailure",
     "PodSetPlacement",
     "PodSetRequest",

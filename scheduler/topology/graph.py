@@ -12,7 +12,7 @@ level is one contiguous range of node indices, and aggregates are ``numpy.add.re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -153,16 +153,27 @@ class TopologyIndex:
     """
 
     def __init__(self, topology_graph: TopologyGraph) -> None:
-        self.levels = topology_graph.levels
+        self._index(topology_graph.levels, topology_graph.nodes)
+
+    @classmethod
+    def of_nodes(cls, levels: tuple[str, ...], nodes: Sequence[NodeInfo]) -> TopologyIndex:
+        """The index of ``nodes`` given in topology order (each domain's nodes contiguous), for a
+        caller that groups its nodes itself instead of building a graph (the simulator's ledger)."""
+        index = cls.__new__(cls)
+        index._index(levels, nodes)
+        return index
+
+    def _index(self, levels: tuple[str, ...], nodes: Sequence[NodeInfo]) -> None:
+        self.levels = levels
         self.level_names: tuple[str | None, ...] = (None, *self.levels)
-        self.names = [info.name for info in topology_graph.nodes]
+        self.names = [info.name for info in nodes]
         self.position = {name: i for i, name in enumerate(self.names)}
         n = len(self.names)
         self.size = n
         depth = len(self.level_names)
         node_domain: list[IntArray] = [np.zeros(n, dtype=np.int64)]
         for level in range(1, depth - 1):
-            keys = [info.values[:level] for info in topology_graph.nodes]
+            keys = [info.values[:level] for info in nodes]
             ids = np.zeros(n, dtype=np.int64)
             current = -1
             previous: tuple[str, ...] | None = None
@@ -190,9 +201,9 @@ class TopologyIndex:
             self.child_lo.append(lo.astype(np.int64))
             self.child_hi.append(np.append(lo[1:], self.counts[level + 1]).astype(np.int64))
         self.values: list[list[tuple[str, ...]]] = [
-            [topology_graph.nodes[int(s)].values[:level] for s in self.starts[level]] for level in range(depth)
+            [nodes[int(s)].values[:level] for s in self.starts[level]] for level in range(depth)
         ]
-        self.node_values = {info.name: info.values for info in topology_graph.nodes}
+        self.node_values = {info.name: info.values for info in nodes}
 
     @property
     def depth(self) -> int:

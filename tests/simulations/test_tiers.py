@@ -1,4 +1,4 @@
-"""The incremental t* (BestTier) against a full recount, the ledger's and checker's fast paths."""
+"""t* through the capacity mechanism (BestTier) against a full recount, the ledger's and checker's fast paths."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from simulations.cluster import (
 from simulations.invariants import GPU, RESOURCES, InvariantChecker, NodeLedger
 from simulations.kwok import _delay_text
 from simulations.kwok_query import _walk, compile_query, run_query
-from simulations.tiers import BestTier
 from simulations.workloads import JobSpec
 
 SPEC = ClusterSpec(zones=2, spines_per_zone=2, blocks_per_spine=3, nodes_per_block=4, nvlink_nodes=2)
@@ -33,41 +32,46 @@ def ledger() -> NodeLedger:
     return NodeLedger(nodes_from_documents(build_node_documents(SPEC)), SPEC.levels)
 
 
-def recount(ledger: NodeLedger, pods: int, amounts: np.ndarray, eligible: np.ndarray) -> int:
+def recount(
+    ledger: NodeLedger, pods: int, amounts: np.ndarray, selector: dict[str, str], levels: int | None = None
+) -> int:
     """t* the plain way: every node's slots from scratch, summed per domain with a dict."""
     slots = []
     for i in range(len(ledger.names)):
         free = ledger.allocatable[i] - ledger.used[i]
         fits = min(int(free[c]) // int(amounts[c]) for c in range(len(RESOURCES)) if amounts[c] > 0)
-        slots.append(max(fits, 0) if eligible[i] and ledger.ready[i] else 0)
-    for depth in range(len(ledger.levels) - 1, -1, -1):
-        per_domain: dict[int, int] = {}
+        eligible = ledger.ready[i] and all(ledger.labels[i].get(k) == v for k, v in selector.items())
+        slots.append(max(fits, 0) if eligible else 0)
+    for depth in range((len(ledger.levels) if levels is None else levels) - 1, -1, -1):
+        per_domain: dict[tuple[str, ...], int] = {}
         for i, count in enumerate(slots):
-            domain = int(ledger.domains[depth, i])
-            per_domain[domain] = per_domain.get(domain, 0) + count
+            path = tuple(ledger.labels[i].get(label, "") for label in ledger.levels[: depth + 1])
+            per_domain[path] = per_domain.get(path, 0) + count
         if max(per_domain.values()) >= pods:
             return depth
     return -1
 
 
+SHAPES = [
+    np.array([8000, 64 << 30, 8, 1], dtype=np.int64),
+    np.array([2000, 16 << 30, 2, 1], dtype=np.int64),
+    np.array([500, 1 << 30, 0, 1], dtype=np.int64),
+]
+
+
 def test_best_tier_matches_a_full_recount_through_places_releases_and_failures() -> None:
     nodes = ledger()
     rng = random.Random(7)
-    shapes = [
-        np.array([8000, 64 << 30, 8, 1], dtype=np.int64),
-        np.array([2000, 16 << 30, 2, 1], dtype=np.int64),
-        np.array([500, 1 << 30, 0, 1], dtype=np.int64),
-    ]
-    everywhere = np.ones(len(nodes.names), dtype=bool)
-    first_zone = np.array([labels.get(SPEC.levels[0]) == "zone-0" for labels in nodes.labels])
-    assert 0 < first_zone.sum() < len(first_zone)
+    selectors: list[dict[str, str]] = [{}, {SPEC.levels[0]: "zone-0"}, {SPEC.levels[0]: "zone-1", "absent": "x"}]
+    first_zone = sum(labels.get(SPEC.levels[0]) == "zone-0" for labels in nodes.labels)
+    assert 0 < first_zone < len(nodes.names)
     placed: list[str] = []
     answers = set()
     for step in range(400):
         action = rng.random()
         if action < 0.5 or not placed:
-            amounts = rng.choice(shapes)
-            chosen = [rng.choice(nodes.names) for _ in range(rng.randint(1, 4))]
+            amounts = rng.choice(SHAPES)
+            chosen = [rng.choice(nodes.names) for _ in range(rng.randint(1, 4))]  # a node may repeat
             nodes.place(f"w{step}", chosen, amounts)
             placed.append(f"w{step}")
         elif action < 0.85:
@@ -75,34 +79,40 @@ def test_best_tier_matches_a_full_recount_through_places_releases_and_failures()
         else:
             i = rng.randrange(len(nodes.names))
             nodes.ready[i] = not nodes.ready[i]  # the simulator flips Ready in place
-        if rng.random() < 0.3:
-            first_zone[rng.randrange(len(first_zone))] ^= True  # a mask changed in place is seen too
-        for amounts in shapes:
-            for mask in (everywhere, first_zone):
+        for amounts in SHAPES:
+            for selector in selectors:
                 pods = rng.randint(1, 20)
-                expected = recount(nodes, pods, amounts, mask)
-                assert nodes.best_possible_level(pods, amounts, mask) == expected, step
+                expected = recount(nodes, pods, amounts, selector)
+                assert nodes.best_possible_level(pods, amounts, selector) == expected, step
                 answers.add(expected)
     assert len(answers) > 2  # the walk reached several tiers, not one answer throughout
 
 
-def test_best_tier_recounts_everything_after_falling_behind(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simulations.tiers.MAX_PENDING_BATCHES", 2)
+def test_best_tier_stays_exact_past_the_capacity_states_shape_cache() -> None:
     nodes = ledger()
-    amounts = np.array([8000, 64 << 30, 8, 1], dtype=np.int64)
-    mask = np.ones(len(nodes.names), dtype=bool)
-    assert nodes.best_possible_level(4, amounts, mask) == recount(nodes, 4, amounts, mask)
+    # more shapes than CapacityState caches: the least recently asked is evicted and recounted
+    shapes = [np.array([250 * k, 1 << 30, k % 3, 1], dtype=np.int64) for k in range(1, 41)]
     for k, name in enumerate(nodes.names[:12]):
-        nodes.place(f"w{k}", [name], amounts)
-        nodes.best_possible_level(1, amounts * 0 + 1, mask)  # another shape keeps its cache current
-    for pods in (1, 2, 4, 8, 40):
-        assert nodes.best_possible_level(pods, amounts, mask) == recount(nodes, pods, amounts, mask)
+        nodes.place(f"w{k}", [name, name], SHAPES[0] // 2)
+        for amounts in shapes:
+            for pods in (1, 8, 40):
+                assert nodes.best_possible_level(pods, amounts, {}) == recount(nodes, pods, amounts, {}), (k, pods)
 
 
-def test_best_tier_on_no_nodes_is_minus_one() -> None:
-    empty = np.zeros((0, 4), dtype=np.int64)
-    tier = BestTier(empty, empty.copy(), np.zeros(0, dtype=bool), np.zeros((1, 0), np.int64), [None], [np.zeros(0)])
-    assert tier.best_level(1, np.array([1, 1, 1, 1]), np.zeros(0, dtype=bool)) == -1
+def test_best_tier_groups_by_labels_when_the_deepest_level_is_not_one_node_each() -> None:
+    nodes_list = nodes_from_documents(build_node_documents(SPEC))
+    coarse = NodeLedger(nodes_list, SPEC.levels[:2])  # zones and spines: several nodes per domain
+    amounts = SHAPES[0]
+    coarse.place("w", coarse.names[:3], amounts)
+    for pods in (1, 8, 12, 24, 100):
+        assert coarse.best_possible_level(pods, amounts, {}) == recount(coarse, pods, amounts, {}, levels=2)
+    assert coarse.best_possible_level(1, amounts, {"no-such-label": "x"}) == -1
+
+
+def test_best_tier_on_no_nodes_or_no_levels_is_minus_one() -> None:
+    assert NodeLedger([], SPEC.levels).best_possible_level(1, SHAPES[0], {}) == -1
+    flat = NodeLedger(nodes_from_documents(build_node_documents(SPEC)), ())
+    assert flat.best_possible_level(1, SHAPES[0], {}) == -1
 
 
 def test_place_reports_unknown_not_ready_and_over_capacity_nodes() -> None:
