@@ -18,6 +18,10 @@ from runtimes.api.trainer import (
     NODE,
     NUM_PROC_PER_NODE_WORDS,
     AnyTrainingRuntime,
+    MLPolicy,
+    MPIMLPolicySource,
+    PodGroupPolicy,
+    TorchMLPolicySource,
 )
 from runtimes.errors import FieldError
 from runtimes.plugins.info import ancestor_of
@@ -49,84 +53,12 @@ def _validate_policies(
     errors: list[FieldError] = []
     ml_policy = runtime.spec.ml_policy
     if ml_policy is not None:
-        sources = ml_policy.sources()
-        if len(sources) > 1:
-            errors.append(
-                FieldError("spec.mlPolicy", f"sets {', '.join(sources)}: only one ML policy may be configured")
-            )
-        if ml_policy.num_nodes is not None and not 1 <= ml_policy.num_nodes <= _INT32_MAX:
-            errors.append(
-                FieldError(
-                    "spec.mlPolicy.numNodes",
-                    f"{ml_policy.num_nodes} is not accepted: must be at least 1 and at most {_INT32_MAX}",
-                )
-            )
-        for source in sorted(set(ml_policy.to_dict()) - _ML_POLICY_FIELDS):
-            errors.append(
-                FieldError(
-                    f"spec.mlPolicy.{source}",
-                    "is not an ML policy trainyard knows (numNodes with one of torch, mpi, jax, xgboost); "
-                    "rendering without it would start the pods without the framework's setup",
-                )
-            )
-        if ml_policy.flux is not None:
-            errors.append(
-                FieldError(
-                    "spec.mlPolicy.flux",
-                    "is not supported by trainyard: Trainer's Flux plugin installs Flux with an init "
-                    "container, generates its broker configuration and curve certificate and replaces "
-                    "the entrypoint, none of which trainyard renders; run Flux runtimes with Kubeflow "
-                    "Trainer itself, or use a torch, mpi, jax or xgboost runtime",
-                )
-            )
-        torch = ml_policy.torch
-        if torch is not None and torch.elastic_policy is not None and ml_policy.num_nodes is not None:
-            errors.append(
-                FieldError(
-                    "spec.mlPolicy.numNodes",
-                    "numNodes should not be set if torch.elasticPolicy is configured (minNodes and maxNodes "
-                    "give the node range)",
-                )
-            )
-        if torch is not None:
-            value = torch.num_proc_per_node
-            if (isinstance(value, int) and value < 1) or (
-                isinstance(value, str) and value not in NUM_PROC_PER_NODE_WORDS
-            ):
-                errors.append(
-                    FieldError(
-                        "spec.mlPolicy.torch.numProcPerNode",
-                        f"{value!r} is not accepted: must be an integer >= 1 or one of auto, cpu, gpu",
-                    )
-                )
-            if NODE not in job_names:
-                errors.append(
-                    FieldError(
-                        _JOBS,
-                        "a torch runtime must have a replicated job named 'node': the rendezvous address is its first pod",
-                    )
-                )
-        mpi = ml_policy.mpi
-        if mpi is not None:
-            if mpi.num_proc_per_node is not None and mpi.num_proc_per_node < 1:
-                errors.append(
-                    FieldError(
-                        "spec.mlPolicy.mpi.numProcPerNode",
-                        f"{mpi.num_proc_per_node} is not accepted: must be at least 1",
-                    )
-                )
-            if mpi.effective_mpi_implementation != "OpenMPI":
-                errors.append(
-                    FieldError(
-                        "spec.mlPolicy.mpi.mpiImplementation",
-                        f"{mpi.mpi_implementation!r} is not supported: only OpenMPI is",
-                    )
-                )
-            if LAUNCHER not in job_names:
-                errors.append(
-                    FieldError(_JOBS, "an MPI runtime must have a replicated job named 'launcher' that runs mpirun")
-                )
-        if (torch is not None or mpi is not None) and (template_spec.get("network") or {}).get(
+        errors += _validate_ml_policy_choice(ml_policy)
+        if ml_policy.torch is not None:
+            errors += _validate_torch_policy(ml_policy.torch, job_names)
+        if ml_policy.mpi is not None:
+            errors += _validate_mpi_policy(ml_policy.mpi, job_names)
+        if (ml_policy.torch is not None or ml_policy.mpi is not None) and (template_spec.get("network") or {}).get(
             "enableDNSHostnames"
         ) is False:
             errors.append(
@@ -135,7 +67,95 @@ def _validate_policies(
                     "false is not accepted for torch and MPI runtimes: their pods find each other by DNS hostname",
                 )
             )
-    pod_group_policy = runtime.spec.pod_group_policy
+    return errors + _validate_pod_group_policy(runtime.spec.pod_group_policy)
+
+
+def _validate_ml_policy_choice(ml_policy: MLPolicy) -> list[FieldError]:
+    """One known ML policy, a node count in range, and numNodes not beside torch's elastic range."""
+    errors: list[FieldError] = []
+    sources = ml_policy.sources()
+    if len(sources) > 1:
+        errors.append(FieldError("spec.mlPolicy", f"sets {', '.join(sources)}: only one ML policy may be configured"))
+    if ml_policy.num_nodes is not None and not 1 <= ml_policy.num_nodes <= _INT32_MAX:
+        errors.append(
+            FieldError(
+                "spec.mlPolicy.numNodes",
+                f"{ml_policy.num_nodes} is not accepted: must be at least 1 and at most {_INT32_MAX}",
+            )
+        )
+    for source in sorted(set(ml_policy.to_dict()) - _ML_POLICY_FIELDS):
+        errors.append(
+            FieldError(
+                f"spec.mlPolicy.{source}",
+                "is not an ML policy trainyard knows (numNodes with one of torch, mpi, jax, xgboost); "
+                "rendering without it would start the pods without the framework's setup",
+            )
+        )
+    if ml_policy.flux is not None:
+        errors.append(
+            FieldError(
+                "spec.mlPolicy.flux",
+                "is not supported by trainyard: Trainer's Flux plugin installs Flux with an init "
+                "container, generates its broker configuration and curve certificate and replaces "
+                "the entrypoint, none of which trainyard renders; run Flux runtimes with Kubeflow "
+                "Trainer itself, or use a torch, mpi, jax or xgboost runtime",
+            )
+        )
+    torch = ml_policy.torch
+    if torch is not None and torch.elastic_policy is not None and ml_policy.num_nodes is not None:
+        errors.append(
+            FieldError(
+                "spec.mlPolicy.numNodes",
+                "numNodes should not be set if torch.elasticPolicy is configured (minNodes and maxNodes "
+                "give the node range)",
+            )
+        )
+    return errors
+
+
+def _validate_torch_policy(torch: TorchMLPolicySource, job_names: set[str]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    value = torch.num_proc_per_node
+    if (isinstance(value, int) and value < 1) or (isinstance(value, str) and value not in NUM_PROC_PER_NODE_WORDS):
+        errors.append(
+            FieldError(
+                "spec.mlPolicy.torch.numProcPerNode",
+                f"{value!r} is not accepted: must be an integer >= 1 or one of auto, cpu, gpu",
+            )
+        )
+    if NODE not in job_names:
+        errors.append(
+            FieldError(
+                _JOBS,
+                "a torch runtime must have a replicated job named 'node': the rendezvous address is its first pod",
+            )
+        )
+    return errors
+
+
+def _validate_mpi_policy(mpi: MPIMLPolicySource, job_names: set[str]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if mpi.num_proc_per_node is not None and mpi.num_proc_per_node < 1:
+        errors.append(
+            FieldError(
+                "spec.mlPolicy.mpi.numProcPerNode",
+                f"{mpi.num_proc_per_node} is not accepted: must be at least 1",
+            )
+        )
+    if mpi.effective_mpi_implementation != "OpenMPI":
+        errors.append(
+            FieldError(
+                "spec.mlPolicy.mpi.mpiImplementation",
+                f"{mpi.mpi_implementation!r} is not supported: only OpenMPI is",
+            )
+        )
+    if LAUNCHER not in job_names:
+        errors.append(FieldError(_JOBS, "an MPI runtime must have a replicated job named 'launcher' that runs mpirun"))
+    return errors
+
+
+def _validate_pod_group_policy(pod_group_policy: PodGroupPolicy | None) -> list[FieldError]:
+    errors: list[FieldError] = []
     for source in sorted(set(pod_group_policy.to_dict() if pod_group_policy is not None else {}) - _POD_GROUP_SOURCES):
         # Ignoring it would start the pods without the gang the runtime asks for.
         errors.append(
@@ -250,25 +270,39 @@ def _validate_pod_failure_policy(
 
 
 def _validate_jobset_policies(template_spec: dict[str, Any], job_names: set[str]) -> list[FieldError]:
-    errors: list[FieldError] = []
+    return (
+        _validate_success_policy(template_spec.get("successPolicy") or {}, job_names)
+        + _validate_failure_policy(template_spec.get("failurePolicy") or {}, job_names)
+        + _validate_depends_on(template_spec.get("replicatedJobs") or [], job_names)
+    )
+
+
+def _missing_targets(targets: list[str] | None, job_names: set[str], path: str) -> list[FieldError]:
     known = ", ".join(sorted(job_names))
+    return [
+        FieldError(path, f"replicated job {target!r} does not exist; the jobs are: {known}")
+        for target in targets or []
+        if target not in job_names
+    ]
 
-    def check_targets(targets: list[str] | None, path: str) -> None:
-        for target in targets or []:
-            if target not in job_names:
-                errors.append(FieldError(path, f"replicated job {target!r} does not exist; the jobs are: {known}"))
 
-    success = template_spec.get("successPolicy") or {}
-    if success:
-        if success.get("operator", "All") not in ("All", "Any"):
-            errors.append(
-                FieldError(
-                    "spec.template.spec.successPolicy.operator",
-                    f"{success.get('operator')!r} is not accepted: must be All or Any",
-                )
+def _validate_success_policy(success: dict[str, Any], job_names: set[str]) -> list[FieldError]:
+    if not success:
+        return []
+    errors: list[FieldError] = []
+    if success.get("operator", "All") not in ("All", "Any"):
+        errors.append(
+            FieldError(
+                "spec.template.spec.successPolicy.operator",
+                f"{success.get('operator')!r} is not accepted: must be All or Any",
             )
-        check_targets(success.get("targetReplicatedJobs"), "spec.template.spec.successPolicy.targetReplicatedJobs")
-    failure = template_spec.get("failurePolicy") or {}
+        )
+    path = "spec.template.spec.successPolicy.targetReplicatedJobs"
+    return errors + _missing_targets(success.get("targetReplicatedJobs"), job_names, path)
+
+
+def _validate_failure_policy(failure: dict[str, Any], job_names: set[str]) -> list[FieldError]:
+    errors: list[FieldError] = []
     path = "spec.template.spec.failurePolicy"
     if failure.get("maxRestarts") is not None and failure["maxRestarts"] < 0:
         errors.append(FieldError(f"{path}.maxRestarts", f"{failure['maxRestarts']} is not accepted: must be 0 or more"))
@@ -297,8 +331,14 @@ def _validate_jobset_policies(template_spec: dict[str, Any], job_names: set[str]
                         f"{reason!r} is not accepted: must be one of {', '.join(JOB_FAILURE_REASONS)}",
                     )
                 )
-        check_targets(rule.get("targetReplicatedJobs"), f"{rule_path}.targetReplicatedJobs")
-    for index, job in enumerate(template_spec.get("replicatedJobs") or []):
+        errors += _missing_targets(rule.get("targetReplicatedJobs"), job_names, f"{rule_path}.targetReplicatedJobs")
+    return errors
+
+
+def _validate_depends_on(jobs: list[dict[str, Any]], job_names: set[str]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    known = ", ".join(sorted(job_names))
+    for index, job in enumerate(jobs):
         for dep_index, dependency in enumerate(job.get("dependsOn") or []):
             dep_path = f"{_JOBS}[{index}].dependsOn[{dep_index}]"
             if dependency.get("name") not in job_names:

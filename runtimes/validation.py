@@ -20,6 +20,7 @@ from runtimes.api.trainer import (
     TRAINER_GROUP,
     TRAINING_RUNTIME_KIND,
     AnyTrainingRuntime,
+    Trainer,
     TrainJob,
 )
 from runtimes.errors import FieldError
@@ -133,53 +134,7 @@ def _validate_metadata(trainjob: TrainJob) -> list[FieldError]:
 
 def _validate_spec(trainjob: TrainJob) -> list[FieldError]:
     spec = trainjob.spec
-    errors: list[FieldError] = []
-    trainer = spec.trainer
-    if trainer is not None:
-        if trainer.num_nodes is not None and trainer.num_nodes < 1:
-            errors.append(
-                FieldError(
-                    "spec.trainer.numNodes",
-                    f"{trainer.num_nodes} is not accepted: must be at least 1 (the number of training nodes)",
-                )
-            )
-        elif trainer.num_nodes is not None and trainer.num_nodes > INT32_MAX:
-            errors.append(
-                FieldError(
-                    "spec.trainer.numNodes",
-                    f"{trainer.num_nodes} is not accepted: must be at most {INT32_MAX} (a 32-bit integer)",
-                )
-            )
-        value = trainer.num_proc_per_node
-        if isinstance(value, int) and value < 1:
-            errors.append(FieldError("spec.trainer.numProcPerNode", f"{value} is not accepted: must be at least 1"))
-        elif isinstance(value, int) and value > INT32_MAX:
-            errors.append(
-                FieldError(
-                    "spec.trainer.numProcPerNode",
-                    f"{value} is not accepted: must be at most {INT32_MAX} (a 32-bit integer)",
-                )
-            )
-        elif isinstance(value, str) and value not in NUM_PROC_PER_NODE_WORDS:
-            errors.append(
-                FieldError(
-                    "spec.trainer.numProcPerNode",
-                    f"{value!r} is not accepted: must be an integer >= 1 (or, for torch, auto, cpu or gpu)",
-                )
-            )
-        if trainer.resources_per_node is not None:
-            for part, values in (
-                ("requests", trainer.resources_per_node.requests),
-                ("limits", trainer.resources_per_node.limits),
-            ):
-                for resource, quantity in values.items():
-                    if quantity.value < 0:
-                        errors.append(
-                            FieldError(
-                                f"spec.trainer.resourcesPerNode.{part}.{resource}",
-                                f"{quantity} is not accepted: must not be negative",
-                            )
-                        )
+    errors = _validate_trainer(spec.trainer) if spec.trainer is not None else []
     if spec.initializer is not None:
         for field, given in (("dataset", spec.initializer.dataset), ("model", spec.initializer.model)):
             uri = given.storage_uri if given is not None else None
@@ -205,6 +160,56 @@ def _validate_spec(trainjob: TrainJob) -> list[FieldError]:
                 f"{spec.active_deadline_seconds} is not accepted: must be at least 1 second (a 64-bit integer)",
             )
         )
+    return errors
+
+
+def _validate_trainer(trainer: Trainer) -> list[FieldError]:
+    """spec.trainer's node count, processes per node and per-node resources, each in range."""
+    errors: list[FieldError] = []
+    if trainer.num_nodes is not None and trainer.num_nodes < 1:
+        errors.append(
+            FieldError(
+                "spec.trainer.numNodes",
+                f"{trainer.num_nodes} is not accepted: must be at least 1 (the number of training nodes)",
+            )
+        )
+    elif trainer.num_nodes is not None and trainer.num_nodes > INT32_MAX:
+        errors.append(
+            FieldError(
+                "spec.trainer.numNodes",
+                f"{trainer.num_nodes} is not accepted: must be at most {INT32_MAX} (a 32-bit integer)",
+            )
+        )
+    value = trainer.num_proc_per_node
+    if isinstance(value, int) and value < 1:
+        errors.append(FieldError("spec.trainer.numProcPerNode", f"{value} is not accepted: must be at least 1"))
+    elif isinstance(value, int) and value > INT32_MAX:
+        errors.append(
+            FieldError(
+                "spec.trainer.numProcPerNode",
+                f"{value} is not accepted: must be at most {INT32_MAX} (a 32-bit integer)",
+            )
+        )
+    elif isinstance(value, str) and value not in NUM_PROC_PER_NODE_WORDS:
+        errors.append(
+            FieldError(
+                "spec.trainer.numProcPerNode",
+                f"{value!r} is not accepted: must be an integer >= 1 (or, for torch, auto, cpu or gpu)",
+            )
+        )
+    if trainer.resources_per_node is not None:
+        for part, values in (
+            ("requests", trainer.resources_per_node.requests),
+            ("limits", trainer.resources_per_node.limits),
+        ):
+            for resource, quantity in values.items():
+                if quantity.value < 0:
+                    errors.append(
+                        FieldError(
+                            f"spec.trainer.resourcesPerNode.{part}.{resource}",
+                            f"{quantity} is not accepted: must not be negative",
+                        )
+                    )
     return errors
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from runtimes.api.trainer import LAUNCHER, NODE, TrainJob
+from runtimes.api.trainer import LAUNCHER, NODE, MPIMLPolicySource, TrainJob
 from runtimes.errors import FieldError, RenderError
 from runtimes.k8s.core import ResourceRequirements
 from runtimes.plugins.framework import RuntimeInfo
@@ -122,7 +122,13 @@ class MPIPlugin:
         if node is not None:
             # With runLauncherAsNode the launcher is one of the nodes.
             node.count = max(num_nodes - 1, 1) if mpi.run_launcher_as_node else num_nodes
+        slots = self._slots_per_node(info, trainjob, mpi)
+        info.resolved["mpiSlots"] = slots
+        _mount_ssh_auth_and_hostfile(info, mpi, slots)
 
+    def _slots_per_node(self, info: RuntimeInfo, trainjob: TrainJob, mpi: MPIMLPolicySource) -> int:
+        """The hostfile's slots per node: the TrainJob's numProcPerNode, else the runtime's, else one per GPU."""
+        trainer = trainjob.spec.trainer
         slots = mpi.effective_num_proc_per_node
         if trainer is not None and isinstance(trainer.num_proc_per_node, int):
             slots = trainer.num_proc_per_node
@@ -131,47 +137,7 @@ class MPIPlugin:
             resources = self._node_resources(info, trainjob)
             gpus = gpu_count(resources)
             slots = gpus if gpus > 1 else 1
-        info.resolved["mpiSlots"] = slots
-
-        secret_volume = {
-            "name": SSH_AUTH_VOLUME,
-            "secret": {
-                "secretName": f"{info.trainjob_name}{SSH_AUTH_SECRET_SUFFIX}",
-                "defaultMode": 0o640,
-                "items": [
-                    {"key": SSH_PRIVATE_KEY, "path": "id_rsa"},
-                    {"key": SSH_PUBLIC_KEY, "path": "id_rsa.pub"},
-                    {"key": SSH_PUBLIC_KEY, "path": "authorized_keys"},
-                ],
-            },
-        }
-        hostfile_volume = {
-            "name": HOSTFILE_VOLUME,
-            "configMap": {
-                "name": f"{info.trainjob_name}{HOSTFILE_CONFIG_MAP_SUFFIX}",
-                "items": [{"key": HOSTFILE_NAME, "path": HOSTFILE_NAME, "mode": 0o444}],
-            },
-        }
-        for job_name in (NODE, LAUNCHER):
-            pod_spec = info.pod_spec(job_name)
-            if pod_spec is None:
-                continue
-            upsert_volumes(pod_spec, [secret_volume, hostfile_volume] if job_name == LAUNCHER else [secret_volume])
-            container = find_container(pod_spec, NODE)
-            if container is None:
-                continue
-            upsert_volume_mounts(container, [{"name": SSH_AUTH_VOLUME, "mountPath": mpi.effective_ssh_auth_mount_path}])
-            if job_name == LAUNCHER:
-                upsert_volume_mounts(container, [{"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR}])
-                upsert_env(
-                    container,
-                    [
-                        {"name": OMPI_HOSTFILE, "value": f"{HOSTFILE_DIR}/{HOSTFILE_NAME}"},
-                        {"name": OMPI_KEEP_FQDN, "value": "true"},
-                        {"name": OMPI_DEFAULT_SLOTS, "value": str(slots)},
-                        {"name": OMPI_RSH_ARGS, "value": "-o ConnectionAttempts=10"},
-                    ],
-                )
+        return slots
 
     @staticmethod
     def _node_resources(info: RuntimeInfo, trainjob: TrainJob) -> dict[str, Any]:
@@ -226,3 +192,46 @@ class MPIPlugin:
                 SSH_PUBLIC_KEY: base64.b64encode(keys.public_openssh).decode(),
             },
         }
+
+
+def _mount_ssh_auth_and_hostfile(info: RuntimeInfo, mpi: MPIMLPolicySource, slots: int) -> None:
+    """The SSH key Secret on the node and launcher pods; the hostfile and mpirun's environment on the launcher."""
+    secret_volume = {
+        "name": SSH_AUTH_VOLUME,
+        "secret": {
+            "secretName": f"{info.trainjob_name}{SSH_AUTH_SECRET_SUFFIX}",
+            "defaultMode": 0o640,
+            "items": [
+                {"key": SSH_PRIVATE_KEY, "path": "id_rsa"},
+                {"key": SSH_PUBLIC_KEY, "path": "id_rsa.pub"},
+                {"key": SSH_PUBLIC_KEY, "path": "authorized_keys"},
+            ],
+        },
+    }
+    hostfile_volume = {
+        "name": HOSTFILE_VOLUME,
+        "configMap": {
+            "name": f"{info.trainjob_name}{HOSTFILE_CONFIG_MAP_SUFFIX}",
+            "items": [{"key": HOSTFILE_NAME, "path": HOSTFILE_NAME, "mode": 0o444}],
+        },
+    }
+    for job_name in (NODE, LAUNCHER):
+        pod_spec = info.pod_spec(job_name)
+        if pod_spec is None:
+            continue
+        upsert_volumes(pod_spec, [secret_volume, hostfile_volume] if job_name == LAUNCHER else [secret_volume])
+        container = find_container(pod_spec, NODE)
+        if container is None:
+            continue
+        upsert_volume_mounts(container, [{"name": SSH_AUTH_VOLUME, "mountPath": mpi.effective_ssh_auth_mount_path}])
+        if job_name == LAUNCHER:
+            upsert_volume_mounts(container, [{"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR}])
+            upsert_env(
+                container,
+                [
+                    {"name": OMPI_HOSTFILE, "value": f"{HOSTFILE_DIR}/{HOSTFILE_NAME}"},
+                    {"name": OMPI_KEEP_FQDN, "value": "true"},
+                    {"name": OMPI_DEFAULT_SLOTS, "value": str(slots)},
+                    {"name": OMPI_RSH_ARGS, "value": "-o ConnectionAttempts=10"},
+                ],
+            )

@@ -192,8 +192,37 @@ def explain_admission(engine: EngineCore, key: str, now: float) -> AdmissionExpl
     if cq is None:
         return None
     cycle = AdmissionCycle(engine, now, CycleResult())
-    verdicts: list[FlavorVerdict] = []
     assignment = cycle.assign(cq, workload)
+    verdicts = _flavor_verdicts(cycle, cq, workload, assignment)
+    placement = None
+    if assignment.mode is Mode.FIT and engine.placements.needs_placement(assignment):
+        placed, why = engine.placements.place(cq, workload, assignment)
+        if placed is None:
+            placement = why or "no topology domain can hold the gang now"
+    mode = assignment.mode
+    words = MODE_WORDS[mode]
+    if placement is not None:
+        words = "quota fits, but the gang cannot be placed on the nodes now"
+    return AdmissionExplanation(
+        cluster_queue=cq.name,
+        mode=_MODE_NAMES[mode],
+        words=words,
+        flavors=verdicts,
+        chosen=_merged(assignment) if mode > Mode.NO_FIT else {},
+        usage=_nested(assignment.usage) if mode > Mode.NO_FIT else {},
+        borrowing=_nested(_borrowing(cq, assignment)) if mode > Mode.NO_FIT else {},
+        preemption=_preemption(engine, cq, workload, assignment),
+        placement=placement,
+        reasons=list(dict.fromkeys(assignment.reasons)),
+    )
+
+
+def _flavor_verdicts(
+    cycle: AdmissionCycle, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment
+) -> list[FlavorVerdict]:
+    """Per pod set and resource group, each flavor tried alone (the queue narrowed to it): how the
+    workload would fit there and why not, and whether the real assignment ``assignment`` chose it."""
+    verdicts: list[FlavorVerdict] = []
     chosen_by_pod_set = {choice.pod_set.name: choice.flavors for choice in assignment.pod_sets}
     for pod_set in workload.pod_sets:
         requested = {r for r, amount in pod_set.requests.items() if amount and r != "pods"}
@@ -220,27 +249,7 @@ def explain_admission(engine: EngineCore, key: str, now: float) -> AdmissionExpl
                         chosen=assignment.mode > Mode.NO_FIT and all(picked.get(r) == flavor for r in resources),
                     )
                 )
-    placement = None
-    if assignment.mode is Mode.FIT and engine.placements.needs_placement(assignment):
-        placed, why = engine.placements.place(cq, workload, assignment)
-        if placed is None:
-            placement = why or "no topology domain can hold the gang now"
-    mode = assignment.mode
-    words = MODE_WORDS[mode]
-    if placement is not None:
-        words = "quota fits, but the gang cannot be placed on the nodes now"
-    return AdmissionExplanation(
-        cluster_queue=cq.name,
-        mode=_MODE_NAMES[mode],
-        words=words,
-        flavors=verdicts,
-        chosen=_merged(assignment) if mode > Mode.NO_FIT else {},
-        usage=_nested(assignment.usage) if mode > Mode.NO_FIT else {},
-        borrowing=_nested(_borrowing(cq, assignment)) if mode > Mode.NO_FIT else {},
-        preemption=_preemption(engine, cq, workload, assignment),
-        placement=placement,
-        reasons=list(dict.fromkeys(assignment.reasons)),
-    )
+    return verdicts
 
 
 def _merged(assignment: Assignment) -> dict[str, str]:

@@ -182,7 +182,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed)
     topology, flavor, nodes = build_cluster(args.zones, args.spines, args.blocks, args.hosts)
     placer = TopologyPlacer.build(topology, flavor, nodes)
-    index = placer.index
     background = Background(placer, rng, args.load, args.hosts)
     load = background.used_share()
     # A long-lived scheduler freezes its startup heap so the collector does not walk 10,000
@@ -192,62 +191,89 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cases: list[dict[str, Any]] = []
     for pods, gpus in CASES:
         repetitions = max(args.repetitions // 4, 5) if pods >= 2048 else args.repetitions
-        request = GangRequest.of(PodSetRequest("workers", pods, _pod(gpus), preferred_level=LEVELS[BLOCK_LEVEL - 1]))
-        shape = placer.state.shape(_pod(gpus))
-        stats: dict[str, dict[str, Any]] = {
-            policy: {"times": [], "cpu_times": [], "placed": 0, "tier": 0, "domains": 0, "feasible": 0}
-            for policy in ("trainyard", "first-fit", "kueue-bestfit")
-        }
-        for _ in range(repetitions):
-            background.churn(max(index.size // 200, 1))
-            slots = placer.state.counts(shape).slots.copy()
-            bounds = lower_bounds(index, slots, pods)
-            policies: dict[str, Callable[[], IntArray | None]] = {
-                "trainyard": lambda r=request: _trainyard(placer, r),  # type: ignore[misc]
-                "first-fit": lambda s=slots, n=pods: first_fit(s, n),  # type: ignore[misc]
-                "kueue-bestfit": lambda s=slots, n=pods: kueue_best_fit(index, s, n, BLOCK_LEVEL),  # type: ignore[misc]
-            }
-            for policy, place in policies.items():
-                began, cpu_began = time.perf_counter(), time.process_time()
-                result = place()
-                stats[policy]["times"].append((time.perf_counter() - began) * 1000)
-                stats[policy]["cpu_times"].append((time.process_time() - cpu_began) * 1000)
-                if bounds is None:
-                    continue
-                stats[policy]["feasible"] += 1
-                if result is None or len(result) != pods:
-                    continue
-                stats[policy]["placed"] += 1
-                level, spanned = lowest_common(index, result)
-                if level == bounds[0]:
-                    stats[policy]["tier"] += 1
-                    if spanned == bounds[1]:
-                        stats[policy]["domains"] += 1
-            _reserve_and_release(placer, request)
-        for policy, s in stats.items():
-            feasible = max(s["feasible"], 1)
-            cases.append(
-                {
-                    "pods": pods,
-                    "gpus_per_pod": gpus,
-                    "policy": policy,
-                    "repetitions": repetitions,
-                    "p50_ms": _percentile(s["times"], 50),
-                    "p99_ms": _percentile(s["times"], 99),
-                    "p99_cpu_ms": _percentile(s["cpu_times"], 99),
-                    "placed_pct": round(100 * s["placed"] / feasible, 2),
-                    "at_optimal_tier_pct": round(100 * s["tier"] / feasible, 2),
-                    "at_min_domains_pct": round(100 * s["domains"] / feasible, 2),
-                    "feasible_pct": round(100 * s["feasible"] / repetitions, 2),
-                }
-            )
+        stats = _measure_case(placer, background, pods, gpus, repetitions)
+        cases.extend(_case_rows(pods, gpus, repetitions, stats))
     return {
-        "nodes": index.size,
+        "nodes": placer.index.size,
         "gpus_per_node": GPUS_PER_NODE,
         "levels": list(LEVELS),
         "background_load_pct": round(100 * load, 2),
         "cases": cases,
     }
+
+
+def _measure_case(
+    placer: TopologyPlacer, background: Background, pods: int, gpus: int, repetitions: int
+) -> dict[str, dict[str, Any]]:
+    """Every policy places one gang ``repetitions`` times, the background churning in between:
+    per policy its wall and CPU times and how often it placed, reached t* and m*."""
+    index = placer.index
+    request = GangRequest.of(PodSetRequest("workers", pods, _pod(gpus), preferred_level=LEVELS[BLOCK_LEVEL - 1]))
+    shape = placer.state.shape(_pod(gpus))
+    stats: dict[str, dict[str, Any]] = {
+        policy: {"times": [], "cpu_times": [], "placed": 0, "tier": 0, "domains": 0, "feasible": 0}
+        for policy in ("trainyard", "first-fit", "kueue-bestfit")
+    }
+    for _ in range(repetitions):
+        background.churn(max(index.size // 200, 1))
+        slots = placer.state.counts(shape).slots.copy()
+        bounds = lower_bounds(index, slots, pods)
+        policies: dict[str, Callable[[], IntArray | None]] = {
+            "trainyard": lambda r=request: _trainyard(placer, r),  # type: ignore[misc]
+            "first-fit": lambda s=slots, n=pods: first_fit(s, n),  # type: ignore[misc]
+            "kueue-bestfit": lambda s=slots, n=pods: kueue_best_fit(index, s, n, BLOCK_LEVEL),  # type: ignore[misc]
+        }
+        for policy, place in policies.items():
+            _time_placement(stats[policy], place, index, pods, bounds)
+        _reserve_and_release(placer, request)
+    return stats
+
+
+def _time_placement(
+    stats: dict[str, Any],
+    place: Callable[[], IntArray | None],
+    index: TopologyIndex,
+    pods: int,
+    bounds: tuple[int, int] | None,
+) -> None:
+    """One placement's times, and whether it placed the gang at the lower bounds ``bounds``."""
+    began, cpu_began = time.perf_counter(), time.process_time()
+    result = place()
+    stats["times"].append((time.perf_counter() - began) * 1000)
+    stats["cpu_times"].append((time.process_time() - cpu_began) * 1000)
+    if bounds is None:
+        return
+    stats["feasible"] += 1
+    if result is None or len(result) != pods:
+        return
+    stats["placed"] += 1
+    level, spanned = lowest_common(index, result)
+    if level == bounds[0]:
+        stats["tier"] += 1
+        if spanned == bounds[1]:
+            stats["domains"] += 1
+
+
+def _case_rows(pods: int, gpus: int, repetitions: int, stats: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for policy, s in stats.items():
+        feasible = max(s["feasible"], 1)
+        rows.append(
+            {
+                "pods": pods,
+                "gpus_per_pod": gpus,
+                "policy": policy,
+                "repetitions": repetitions,
+                "p50_ms": _percentile(s["times"], 50),
+                "p99_ms": _percentile(s["times"], 99),
+                "p99_cpu_ms": _percentile(s["cpu_times"], 99),
+                "placed_pct": round(100 * s["placed"] / feasible, 2),
+                "at_optimal_tier_pct": round(100 * s["tier"] / feasible, 2),
+                "at_min_domains_pct": round(100 * s["domains"] / feasible, 2),
+                "feasible_pct": round(100 * s["feasible"] / repetitions, 2),
+            }
+        )
+    return rows
 
 
 def _trainyard(placer: TopologyPlacer, request: GangRequest) -> IntArray | None:
