@@ -15,7 +15,7 @@ from runtimes.api.trainer import TrainJob
 from runtimes.k8s.core import PodSpec, pod_requests
 from runtimes.k8s.quantity import format_amount, to_amount
 from runtimes.plugins.framework import RuntimeInfo
-from runtimes.plugins.owner import owner_references
+from runtimes.plugins.owner import rendered_metadata
 
 DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60
 
@@ -37,6 +37,16 @@ def gang_totals(info: RuntimeInfo) -> tuple[int, dict[str, str]]:
     return min_member, resources
 
 
+def gang_spec(info: RuntimeInfo) -> dict[str, Any]:
+    """The PodGroup spec's gang, as coscheduling's and Volcano's PodGroups both carry it:
+    ``minMember``, and ``minResources`` when the pods request anything."""
+    min_member, min_resources = gang_totals(info)
+    spec: dict[str, Any] = {"minMember": min_member}
+    if min_resources:
+        spec["minResources"] = min_resources
+    return spec
+
+
 class CoschedulingPlugin:
     name = "coscheduling"
 
@@ -50,15 +60,7 @@ class CoschedulingPlugin:
         if policy is None or policy.coscheduling is None:
             return []
         timeout = policy.coscheduling.schedule_timeout_seconds or DEFAULT_SCHEDULE_TIMEOUT_SECONDS
-        min_member, min_resources = gang_totals(info)
-        metadata: dict[str, Any] = {"name": info.trainjob_name}
-        if info.namespace:
-            metadata["namespace"] = info.namespace
-        owners = owner_references(trainjob)
-        if owners:
-            metadata["ownerReferences"] = owners
-        spec: dict[str, Any] = {"minMember": min_member}
-        if min_resources:
-            spec["minResources"] = min_resources
+        metadata = rendered_metadata(trainjob, info.namespace, info.trainjob_name)
+        spec = gang_spec(info)
         spec["scheduleTimeoutSeconds"] = timeout
         return [{"apiVersion": PODGROUP_API_VERSION, "kind": PODGROUP_KIND, "metadata": metadata, "spec": spec}]

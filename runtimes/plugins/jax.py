@@ -11,7 +11,7 @@ from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION
 from runtimes.api.trainer import NODE, TrainJob
 from runtimes.plugins.framework import RuntimeInfo
 from runtimes.plugins.podspec import upsert_env, upsert_port
-from runtimes.plugins.trainer_node import node_container_with_env, sized_trainer_pod_set
+from runtimes.plugins.trainer_node import sized_trainer_with_node_container
 
 # The coordinator port (Trainer's JAXContainerPort, the Training Operator's JAXJob default).
 JAX_COORDINATOR_PORT = 6666
@@ -35,13 +35,10 @@ class JaxPlugin:
     def enforce_ml_policy(self, info: RuntimeInfo, trainjob: TrainJob) -> None:
         if info.ml_policy.jax is None:
             return
-        trainer = trainjob.spec.trainer
-        trainer_pod_set = sized_trainer_pod_set(info, trainer)
-        if trainer_pod_set is None:
+        found = sized_trainer_with_node_container(info, trainjob)
+        if found is None:
             return
-        container = node_container_with_env(info, trainer_pod_set.name, trainer)
-        if container is None:
-            return
+        trainer_pod_set, container = found
         upsert_env(
             container,
             [

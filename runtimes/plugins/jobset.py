@@ -26,7 +26,7 @@ from runtimes.api.trainer import (
 from runtimes.errors import FieldError
 from runtimes.plugins.framework import RuntimeInfo
 from runtimes.plugins.jobset_validation import validate_initializers, validate_patches
-from runtimes.plugins.owner import owner_references
+from runtimes.plugins.owner import rendered_metadata
 from runtimes.plugins.podspec import find_container, set_metadata_entries, upsert_env
 
 
@@ -78,16 +78,9 @@ class JobSetPlugin:
         spec = info.jobset_spec
         if trainjob.spec.suspend is not None:
             spec["suspend"] = trainjob.spec.suspend
-        metadata: dict[str, Any] = {"name": info.trainjob_name}
-        if info.namespace:
-            metadata["namespace"] = info.namespace
-        if info.jobset_labels:
-            metadata["labels"] = dict(info.jobset_labels)
-        if info.jobset_annotations:
-            metadata["annotations"] = dict(info.jobset_annotations)
-        owners = owner_references(trainjob)
-        if owners:
-            metadata["ownerReferences"] = owners
+        metadata = rendered_metadata(
+            trainjob, info.namespace, info.trainjob_name, info.jobset_labels, info.jobset_annotations
+        )
         return [{"apiVersion": JOBSET_API_VERSION, "kind": JOBSET_KIND, "metadata": metadata, "spec": spec}]
 
     @staticmethod

@@ -21,7 +21,7 @@ from runtimes.api.trainer import LAUNCHER, NODE, MPIMLPolicySource, TrainJob
 from runtimes.errors import FieldError, RenderError
 from runtimes.k8s.core import ResourceRequirements
 from runtimes.plugins.framework import RuntimeInfo
-from runtimes.plugins.owner import owner_references
+from runtimes.plugins.owner import rendered_metadata
 from runtimes.plugins.podspec import find_container, gpu_count, upsert_env, upsert_volume_mounts, upsert_volumes
 
 SSH_AUTH_SECRET_SUFFIX = "-mpi-ssh-auth"
@@ -157,12 +157,7 @@ class MPIPlugin:
         mpi = info.ml_policy.mpi
         if mpi is None:
             return []
-        metadata_base: dict[str, Any] = {}
-        if info.namespace:
-            metadata_base["namespace"] = info.namespace
-        owners = owner_references(trainjob)
-        if owners:
-            metadata_base["ownerReferences"] = owners
+        metadata_base = rendered_metadata(trainjob, info.namespace)
         objects: list[dict[str, Any]] = []
         if info.key_material:
             objects.append(self._ssh_auth_secret(info, metadata_base))

@@ -1,7 +1,8 @@
-"""Owner references from a rendered object back to its TrainJob."""
+"""Owner references from a rendered object back to its TrainJob, and the metadata that carries them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from runtimes.api.trainer import TRAINER_API_VERSION, TRAINJOB_KIND, TrainJob
@@ -25,3 +26,27 @@ def owner_references(trainjob: TrainJob) -> list[dict[str, Any]]:
             "blockOwnerDeletion": True,
         }
     ]
+
+
+def rendered_metadata(
+    trainjob: TrainJob,
+    namespace: str | None,
+    name: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A rendered object's metadata: its name, the TrainJob's namespace, labels and annotations
+    where there are any, and the owner reference back to the TrainJob (none without a uid)."""
+    metadata: dict[str, Any] = {}
+    if name is not None:
+        metadata["name"] = name
+    if namespace:
+        metadata["namespace"] = namespace
+    if labels:
+        metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    owners = owner_references(trainjob)
+    if owners:
+        metadata["ownerReferences"] = owners
+    return metadata

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtimes.api.trainer import NODE, Trainer
+from runtimes.api.trainer import NODE, Trainer, TrainJob
 from runtimes.plugins.framework import PodSetInfo, RuntimeInfo
 from runtimes.plugins.podspec import find_container, upsert_env
 
@@ -25,3 +25,18 @@ def node_container_with_env(info: RuntimeInfo, pod_set_name: str, trainer: Train
     if container is not None and trainer is not None and trainer.env:
         upsert_env(container, [env.to_dict() for env in trainer.env])
     return container
+
+
+def sized_trainer_with_node_container(
+    info: RuntimeInfo, trainjob: TrainJob
+) -> tuple[PodSetInfo, dict[str, Any]] | None:
+    """Both first steps, as the JAX and XGBoost policies take them: the sized trainer pod set and
+    its ``node`` container with ``spec.trainer.env``; None when the runtime has either missing."""
+    trainer = trainjob.spec.trainer
+    pod_set = sized_trainer_pod_set(info, trainer)
+    if pod_set is None:
+        return None
+    container = node_container_with_env(info, pod_set.name, trainer)
+    if container is None:
+        return None
+    return pod_set, container

@@ -14,9 +14,9 @@ from typing import Any
 
 from runtimes.api.trainer import TrainJob
 from runtimes.errors import FieldError
-from runtimes.plugins.coscheduling import gang_totals
+from runtimes.plugins.coscheduling import gang_spec
 from runtimes.plugins.framework import RuntimeInfo
-from runtimes.plugins.owner import owner_references
+from runtimes.plugins.owner import rendered_metadata
 
 VOLCANO_PODGROUP_API_VERSION = "scheduling.volcano.sh/v1beta1"
 VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -63,10 +63,7 @@ class VolcanoPlugin:
         policy = info.pod_group_policy
         if policy is None or policy.volcano is None:
             return []
-        min_member, min_resources = gang_totals(info)
-        spec: dict[str, Any] = {"minMember": min_member}
-        if min_resources:
-            spec["minResources"] = min_resources
+        spec = gang_spec(info)
         queue = _queue(info, trainjob)
         if queue:
             spec["queue"] = queue
@@ -75,10 +72,5 @@ class VolcanoPlugin:
             spec["priorityClassName"] = priority_class
         if policy.volcano.get("networkTopology"):
             spec["networkTopology"] = dict(policy.volcano["networkTopology"])
-        metadata: dict[str, Any] = {"name": info.trainjob_name}
-        if info.namespace:
-            metadata["namespace"] = info.namespace
-        owners = owner_references(trainjob)
-        if owners:
-            metadata["ownerReferences"] = owners
+        metadata = rendered_metadata(trainjob, info.namespace, info.trainjob_name)
         return [{"apiVersion": VOLCANO_PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": metadata, "spec": spec}]

@@ -15,7 +15,7 @@ from runtimes.errors import FieldError
 from runtimes.plugins.framework import RuntimeInfo
 from runtimes.plugins.podspec import gpu_count, upsert_env, upsert_port
 from runtimes.plugins.torch import TORCH_MASTER_PORT, node_resources
-from runtimes.plugins.trainer_node import node_container_with_env, sized_trainer_pod_set
+from runtimes.plugins.trainer_node import sized_trainer_with_node_container
 
 DMLC_TRACKER_URI = "DMLC_TRACKER_URI"
 DMLC_TRACKER_PORT = "DMLC_TRACKER_PORT"
@@ -44,13 +44,10 @@ class XGBoostPlugin:
     def enforce_ml_policy(self, info: RuntimeInfo, trainjob: TrainJob) -> None:
         if info.ml_policy.xgboost is None:
             return
-        trainer = trainjob.spec.trainer
-        trainer_pod_set = sized_trainer_pod_set(info, trainer)
-        if trainer_pod_set is None:
+        found = sized_trainer_with_node_container(info, trainjob)
+        if found is None:
             return
-        container = node_container_with_env(info, trainer_pod_set.name, trainer)
-        if container is None:
-            return
+        trainer_pod_set, container = found
         resources = node_resources(info, trainjob)
         gpus = gpu_count(resources.get("requests") or {}) or gpu_count(resources.get("limits") or {})
         workers = trainer_pod_set.count * max(1, gpus)
