@@ -5,6 +5,7 @@ A steady-state run shades its warm-up on every time axis: the figures in the rep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,21 +41,17 @@ def write_plots(result: SimulationResult, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    figure, axis = plt.subplots(figsize=(8, 4))
-    _allocation(result, axis)
-    _save(figure, out / "allocation.png", written)
-    figure, axis = plt.subplots(figsize=(8, 4))
-    _borrowing(result, axis)
-    _save(figure, out / "borrowing.png", written)
-    figure, axis = plt.subplots(figsize=(8, 4))
-    _queue_length(result, axis)
-    _save(figure, out / "queue_length.png", written)
-    figure, axis = plt.subplots(figsize=(8, 4))
-    _wait_cdf(result, axis)
-    _save(figure, out / "wait_cdf.png", written)
-    figure, axis = plt.subplots(figsize=(8, 4))
-    _tiers(result, axis)
-    _save(figure, out / "placement_tiers.png", written)
+    drawings: tuple[tuple[str, Callable[[SimulationResult, Axes], None]], ...] = (
+        ("allocation.png", _allocation),
+        ("borrowing.png", _borrowing),
+        ("queue_length.png", _queue_length),
+        ("wait_cdf.png", _wait_cdf),
+        ("placement_tiers.png", _tiers),
+    )
+    for name, draw in drawings:
+        figure, axis = plt.subplots(figsize=(8, 4))
+        draw(result, axis)
+        _save(figure, out / name, written)
     return written
 
 

@@ -136,17 +136,28 @@ def _pending_attributes(request: web.Request, resource: str) -> Attributes:
     )
 
 
-def _json(document: Any) -> web.Response:
-    return web.Response(body=json.dumps(document).encode(), content_type="application/json")
-
-
-async def cluster_queue_pending(request: web.Request) -> web.Response:
-    service = await _authorized(request, _pending_attributes(request, "clusterqueues"))
+async def _pending_request(
+    request: web.Request, resource: str
+) -> tuple[VisibilityService, tuple[int, int]] | web.Response:
+    """The service and the paging (offset, limit) of a pendingworkloads request, or the refusal."""
+    service = await _authorized(request, _pending_attributes(request, resource))
     if isinstance(service, web.Response):
         return service
     options = _options(request)
     if isinstance(options, web.Response):
         return options
+    return service, options
+
+
+def _json(document: Any) -> web.Response:
+    return web.Response(body=json.dumps(document).encode(), content_type="application/json")
+
+
+async def cluster_queue_pending(request: web.Request) -> web.Response:
+    checked = await _pending_request(request, "clusterqueues")
+    if isinstance(checked, web.Response):
+        return checked
+    service, options = checked
     name = request.match_info["name"]
     engine = service.source.engine
     if name not in engine.model.cluster_queues:
@@ -156,12 +167,10 @@ async def cluster_queue_pending(request: web.Request) -> web.Response:
 
 
 async def local_queue_pending(request: web.Request) -> web.Response:
-    service = await _authorized(request, _pending_attributes(request, "localqueues"))
-    if isinstance(service, web.Response):
-        return service
-    options = _options(request)
-    if isinstance(options, web.Response):
-        return options
+    checked = await _pending_request(request, "localqueues")
+    if isinstance(checked, web.Response):
+        return checked
+    service, options = checked
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     engine = service.source.engine
     local_queue = engine.model.local_queues.get(f"{namespace}/{name}")

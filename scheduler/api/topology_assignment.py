@@ -16,7 +16,7 @@ writer of the field goes through this module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,14 +170,20 @@ def decode_topology_assignment(doc: Mapping[str, Any]) -> TopologyAssignment:
     return TopologyAssignment(levels=list(levels), domains=[])
 
 
-def _decode_v1beta1_domains(raw: Any, level_count: int) -> list[TopologyDomain]:
+def _objects(raw: Any, list_name: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each entry of the list ``topologyAssignment.<list_name>`` with its path, refusing a non-list or a non-object."""
     if not isinstance(raw, list):
-        raise TopologyAssignmentError(f"topologyAssignment.domains must be a list, got {type(raw).__name__}")
-    domains: list[TopologyDomain] = []
+        raise TopologyAssignmentError(f"topologyAssignment.{list_name} must be a list, got {type(raw).__name__}")
     for index, entry in enumerate(raw):
-        where = f"topologyAssignment.domains[{index}]"
+        where = f"topologyAssignment.{list_name}[{index}]"
         if not isinstance(entry, Mapping):
             raise TopologyAssignmentError(f"{where} must be an object")
+        yield where, entry
+
+
+def _decode_v1beta1_domains(raw: Any, level_count: int) -> list[TopologyDomain]:
+    domains: list[TopologyDomain] = []
+    for where, entry in _objects(raw, "domains"):
         values = entry.get("values")
         if not isinstance(values, list) or len(values) != level_count or not all(isinstance(v, str) for v in values):
             raise TopologyAssignmentError(
@@ -188,13 +194,8 @@ def _decode_v1beta1_domains(raw: Any, level_count: int) -> list[TopologyDomain]:
 
 
 def _decode_slices(raw: Any, level_count: int) -> list[TopologyDomain]:
-    if not isinstance(raw, list):
-        raise TopologyAssignmentError(f"topologyAssignment.slices must be a list, got {type(raw).__name__}")
     domains: list[TopologyDomain] = []
-    for index, entry in enumerate(raw):
-        where = f"topologyAssignment.slices[{index}]"
-        if not isinstance(entry, Mapping):
-            raise TopologyAssignmentError(f"{where} must be an object")
+    for where, entry in _objects(raw, "slices"):
         domain_count = entry.get("domainCount")
         if not isinstance(domain_count, int) or isinstance(domain_count, bool) or domain_count < 1:
             raise TopologyAssignmentError(f"{where}.domainCount must be an integer of at least 1, got {domain_count!r}")

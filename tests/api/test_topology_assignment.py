@@ -265,6 +265,10 @@ def test_stored_levels_keep_only_the_hostname_when_it_is_the_lowest_level() -> N
         ({"levels": ["a"], "slices": [_slice(1, [{"universalValue": "x"}], None)]}, "podCounts"),
         ({"levels": ["a"], "domains": [{"values": ["x", "y"], "count": 1}]}, r"domains\[0\].values"),
         ({"levels": ["a"], "domains": [{"values": ["x"], "count": -1}]}, r"domains\[0\].count"),
+        ({"levels": ["a"], "domains": {"values": ["x"]}}, "domains must be a list, got dict"),
+        ({"levels": ["a"], "slices": "x"}, "slices must be a list, got str"),
+        ({"levels": ["a"], "domains": [{"values": ["x"], "count": 1}, "x"]}, r"domains\[1\] must be an object"),
+        ({"levels": ["a"], "slices": [None]}, r"slices\[0\] must be an object"),
     ],
     ids=[
         "no levels",
@@ -276,6 +280,10 @@ def test_stored_levels_keep_only_the_hostname_when_it_is_the_lowest_level() -> N
         "no counts",
         "values per level",
         "negative count",
+        "domains not a list",
+        "slices not a list",
+        "a domain not an object",
+        "a slice not an object",
     ],
 )
 def test_malformed_input_names_the_field(wire: dict[str, Any], field: str) -> None:
