@@ -118,6 +118,12 @@ class LauncherReconciler:
         self.writes = writes
         self.name = f"launcher-{launcher.mode}"
 
+    def settled(self, key: str) -> bool:
+        """A finished TrainJob: its status mirrored the JobSet's end in the write that finished it."""
+        namespace, _, name = key.partition("/")
+        trainjob = self.cache.get("TrainJob", name, namespace)
+        return trainjob is not None and is_finished(trainjob.get("status"))
+
     async def reconcile(self, key: str) -> ReconcileResult:
         namespace, _, name = key.partition("/")
         trainjob = self.cache.get("TrainJob", name, namespace)

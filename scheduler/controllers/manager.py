@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.runtime import Controller
+from scheduler.controllers.runtime import Controller, KnowsSettledKeys
 from scheduler.kube import Informer, InformerSettings, KubeClient, LeaderElector
 
 log = logging.getLogger(__name__)
@@ -109,12 +109,18 @@ class ControllerManager:
         for kind, mapper in registration.enqueue.items():
             self.cache.on_change(kind, self._enqueuer(controller, mapper))
 
-    @staticmethod
     def _enqueuer(
-        controller: Controller, mapper: KeyMapper
+        self, controller: Controller, mapper: KeyMapper
     ) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], None]:
+        reconciler = controller.reconciler
+        settled = reconciler.settled if isinstance(reconciler, KnowsSettledKeys) else None
+
         def enqueue(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             for key in mapper(old, new):
+                # Before a term starts (the first list, a standby's watch) a settled key waits
+                # for nothing: the term's own pass skips it too. While leading every change counts.
+                if settled is not None and not self.leading.is_set() and settled(key):
+                    continue
                 controller.queue.add(key)
 
         return enqueue
@@ -176,14 +182,20 @@ class ControllerManager:
             self.leading.clear()
 
     def _resync(self) -> None:
-        """Enqueue every cached object once: what changed while standing by is reconciled now."""
+        """Enqueue every cached object once: what changed while standing by is reconciled now.
+
+        Keys a reconciler calls settled (a finished job whose end is recorded) are left out.
+        """
         for registration in self._registrations:
+            keys: dict[str, None] = {}  # insertion-ordered: the cache's order, each key once
             for kind, mapper in registration.enqueue.items():
                 for document in self.cache.list(kind):
                     try:
-                        keys = list(mapper(None, document))
+                        keys.update(dict.fromkeys(mapper(None, document)))
                     except Exception:  # as in the cache's handlers: one bad mapper must not stop the others
                         log.exception("%s: mapping a cached %s to keys failed", registration.controller.name, kind)
-                        continue
-                    for key in keys:
-                        registration.controller.queue.add(key)
+            reconciler = registration.controller.reconciler
+            settled = reconciler.settled if isinstance(reconciler, KnowsSettledKeys) else None
+            for key in keys:
+                if settled is None or not settled(key):
+                    registration.controller.queue.add(key)

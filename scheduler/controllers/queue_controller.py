@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -34,12 +33,12 @@ from scheduler.controllers.engine_mirror import EngineMirror, workload_key
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
 from scheduler.controllers.health import HealthChecks, node_key_for_change, pods_key_for_change
 from scheduler.controllers.metrics import QueueMetrics
+from scheduler.controllers.pending_status import PendingStatus, PendingWrite
 from scheduler.controllers.runtime import ReconcileResult
-from scheduler.controllers.workload_status import admitted_patch, evicted_patch, pending_patch
+from scheduler.controllers.workload_status import admitted_patch, evicted_patch
 from scheduler.engine import EngineConfig
 from scheduler.engine.node_failures import ReplacedPlacement
 from scheduler.engine.results import CycleResult, EvictedWorkload
-from scheduler.engine.views import waiting_reason
 from scheduler.engine.workloads import WorkloadState
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 
@@ -48,17 +47,6 @@ log = logging.getLogger(__name__)
 CYCLE_KEY = "@cycle"
 RESYNC_KEY = "@resync"
 WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
-_POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
-def _reason_skeleton(message: str) -> str:
-    """A pending message without its position and with its numbers blanked: what stays when
-    only the queue moved or the usage around the workload changed ("2 more needed" -> "6 more
-    needed"). A change of skeleton is a new reason (written at once, with an Event); a change
-    of numbers alone is refreshed at most every ``pending_refresh`` seconds, without an Event,
-    or a queue of a thousand would be rewritten on every cycle that moves any quota."""
-    return _NUMBER.sub("#", _POSITION.sub("", message))
 
 
 class QueueController:
@@ -76,6 +64,7 @@ class QueueController:
         debounce: float = 0.05,
         min_interval: float = 0.1,
         pending_refresh: float = 10.0,
+        pending_refresh_rate: float = 20.0,
         write_concurrency: int = 16,
         resync_period: float = 5.0,
     ) -> None:
@@ -86,14 +75,13 @@ class QueueController:
         self.events = events
         self.debounce = debounce
         self.min_interval = min_interval
-        self.pending_refresh = pending_refresh
+        self.pending = PendingStatus(refresh=pending_refresh, refresh_rate=pending_refresh_rate)
         self.resync_period = resync_period
         self._writes = asyncio.Semaphore(write_concurrency)
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
         self.health = HealthChecks(self)
         self.queue_add_after: Callable[[str, float], None] | None = None  # set by bind()
         self._last_cycle: float | None = None  # loop time
-        self._pending_written: dict[str, float] = {}  # key -> loop time of the last pending write
         self.cycles = 0
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
@@ -116,13 +104,7 @@ class QueueController:
     async def prepare(self) -> None:
         """A new term: the engine is rebuilt from the Workloads' status, then a cycle runs."""
         self.mirror.rebuild()
-        self._pending_written.clear()
-        # A pending message already on the server counts as just written: a new term rewrites a
-        # workload's reason at once, but not a queue's worth of positions that merely moved.
-        started = asyncio.get_running_loop().time()
-        for document in self.cache.list("Workload"):
-            if _quota_reserved_message(document) is not None:
-                self._pending_written[workload_key(document)] = started
+        self.pending.start_term(self.cache.list("Workload"), asyncio.get_running_loop().time())
         self._last_cycle = None
         self.request_cycle()
         if self.queue_add_after is not None:
@@ -235,7 +217,7 @@ class QueueController:
         if not await self._patch(key, document, admitted_patch(document, info.admission, now)):
             self.mirror.resubmit(key)
             return False
-        self._pending_written.pop(key, None)
+        self.pending.forget(key)
         if self.metrics is not None:
             self.metrics.admitted(info.admission.cluster_queue, now - (info.queue_order_time or info.created))
         await self._event(
@@ -244,53 +226,18 @@ class QueueController:
         return True
 
     async def _write_pending(self, now: float) -> None:
-        """QuotaReserved=False with the reason and position, only where it changed.
+        """QuotaReserved=False with the reason and position, only where it changed (``PendingStatus``
+        decides which, so a long queue moving up is a trickle of writes, not a storm)."""
+        writes = self.pending.plan(
+            self.engine, self._cached, self.mirror.writing.__contains__, asyncio.get_running_loop().time(), now
+        )
+        await asyncio.gather(*(self._write_one_pending(write) for write in writes))
 
-        A change of position or of the numbers in the reason alone is written at most every
-        ``pending_refresh`` seconds per workload, so a queue of a thousand moving up by one, or
-        a quota freed by one finished job, is not a thousand writes.
-        """
-        loop = asyncio.get_running_loop()
-        positions = self._positions()
-        writes = []
-        for key, info in list(self.engine.workloads.items()):
-            if info.state not in (WorkloadState.PENDING, WorkloadState.INADMISSIBLE, WorkloadState.DEACTIVATED):
-                continue
-            document = self._cached(key)
-            if document is None or key in self.mirror.writing or (document.get("status") or {}).get("admission"):
-                continue
-            message = waiting_reason(self.engine, info) or "waiting"
-            position = positions.get(key)
-            if position is not None:
-                message += f" (position {position} in ClusterQueue {info.cluster_queue})"
-            current = _quota_reserved_message(document)
-            if current == message:
-                continue
-            reason_changed = current is None or _reason_skeleton(current) != _reason_skeleton(message)
-            if not reason_changed:
-                last = self._pending_written.get(key)
-                if last is not None and loop.time() - last < self.pending_refresh:
-                    continue
-            patch = pending_patch(document, message, now)
-            if patch is None:
-                continue
-            writes.append(self._write_one_pending(key, document, patch, message if reason_changed else None))
-        await asyncio.gather(*writes)
-
-    async def _write_one_pending(
-        self, key: str, document: dict[str, Any], patch: dict[str, Any], event_message: str | None
-    ) -> None:
-        if await self._patch(key, document, patch):
-            self._pending_written[key] = asyncio.get_running_loop().time()
-            if event_message is not None:
-                await self._event(document, NORMAL, "Pending", event_message)
-
-    def _positions(self) -> dict[str, int]:
-        positions: dict[str, int] = {}
-        for cq in self.engine.model.cluster_queues.values():
-            for index, workload in enumerate(cq.queue.pending(), start=1):
-                positions[workload.key] = index
-        return positions
+    async def _write_one_pending(self, write: PendingWrite) -> None:
+        if await self._patch(write.key, write.document, write.patch):
+            self.pending.wrote(write.key, asyncio.get_running_loop().time())
+            if write.event_message is not None:
+                await self._event(write.document, NORMAL, "Pending", write.event_message)
 
     async def evict_for_node_failure(self, key: str, node: str) -> bool:
         """Evict an admitted gang from a failed node (Kueue's ``NodeFailures``); False if the write failed."""
@@ -359,13 +306,6 @@ class QueueController:
         owner = _owner_trainjob(self.cache, document)
         if owner is not None:
             await self.events.record(owner, event_type, reason, message)
-
-
-def _quota_reserved_message(document: dict[str, Any]) -> str | None:
-    for condition in (document.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "QuotaReserved" and condition.get("status") == "False":
-            return str(condition.get("message", ""))
-    return None
 
 
 def _owner_trainjob(cache: ClusterCache, document: dict[str, Any]) -> dict[str, Any] | None:

@@ -101,6 +101,22 @@ class TrainJobWorkloads:
                 keys.append(object_key(trainjob))
         return keys
 
+    def settled(self, key: str) -> bool:
+        """A finished TrainJob whose Workload already says Finished: nothing left to write."""
+        namespace, _, name = key.partition("/")
+        document = self.cache.get("TrainJob", name, namespace)
+        if document is None or not (condition_true(document, "Complete") or condition_true(document, "Failed")):
+            return False
+        workload = self.cache.get("Workload", self._workload_name(document), namespace)
+        return workload is not None and condition_true(workload, "Finished")
+
+    @staticmethod
+    def _workload_name(document: dict[str, Any]) -> str:
+        metadata = document.get("metadata") or {}
+        return workload_name_for_owner(
+            str(metadata.get("name")), str(metadata.get("uid") or ""), TRAINJOB_KIND, TRAINER_GROUP
+        )
+
     async def reconcile(self, key: str) -> ReconcileResult:
         namespace, _, name = key.partition("/")
         document = self.cache.get("TrainJob", name, namespace)
@@ -108,12 +124,7 @@ class TrainJobWorkloads:
             return ReconcileResult()
         # The Workload's name needs only the TrainJob's name and uid: a TrainJob that has its
         # Workload (every one, after the first reconcile) is not parsed again.
-        metadata = document.get("metadata") or {}
-        existing = self.cache.get(
-            "Workload",
-            workload_name_for_owner(name, str(metadata.get("uid") or ""), TRAINJOB_KIND, TRAINER_GROUP),
-            namespace,
-        )
+        existing = self.cache.get("Workload", self._workload_name(document), namespace)
         if existing is not None:
             await self._sync_finished(document, existing)
             return ReconcileResult()

@@ -82,6 +82,35 @@ async def test_without_an_elector_cached_and_new_objects_are_reconciled(fake_api
             assert manager.terms == 1
 
 
+class SettledNodeRecorder(NodeRecorder):
+    """Calls a node settled when it carries the label ``done``."""
+
+    def __init__(self, manager: ControllerManager) -> None:
+        super().__init__()
+        self.manager = manager
+
+    def settled(self, key: str) -> bool:
+        document = self.manager.cache.get("Node", key)
+        return document is not None and "done" in (document["metadata"].get("labels") or {})
+
+
+async def test_a_new_term_skips_settled_keys_but_their_changes_still_reconcile(fake_api: FakeApi) -> None:
+    fake_api.server.seed(node("busy"))
+    settled = node("finished")
+    settled["metadata"]["labels"] = {"done": "true"}
+    fake_api.server.seed(settled)
+    async with kube(fake_api) as client:
+        manager = ControllerManager(client, [WatchSpec("Node")], leader=None, informer_settings=FAST_INFORMERS)
+        recorder = SettledNodeRecorder(manager)
+        manager.add(Controller(recorder, workers=2), enqueue={"Node": own_key})
+        async with running(manager):
+            await eventually(lambda: recorder.calls["busy"] >= 1, what="the unsettled node reconciled")
+            await asyncio.sleep(0.2)
+            assert recorder.calls["finished"] == 0, "a settled key is left out of the term's first pass"
+            await client.patch("Node", "finished", {"metadata": {"labels": {"changed": "yes"}}})
+            await eventually(lambda: recorder.calls["finished"] >= 1, what="the settled node's change reconciled")
+
+
 async def test_losing_the_lease_stops_the_controllers_at_once_while_the_cache_stays_warm(fake_api: FakeApi) -> None:
     fake_api.server.seed(node("n1"))
     async with kube(fake_api) as client:

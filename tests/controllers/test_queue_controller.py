@@ -82,7 +82,7 @@ async def test_a_job_that_does_not_fit_waits_with_its_reason_and_position(fake_a
     async with kube(fake_api) as client, controller(client) as process:
         # a change of position alone is written at most this often: a cycle that saw "second"
         # before "third" arrived wrote it position 1, and the tie may put "third" first
-        process.built.queue.pending_refresh = 0.2
+        process.built.queue.pending.refresh = 0.2
         await eventually(lambda: _admitted(reader, "first"), what="the first admission")
         fake_api.server.seed(trainjob("second", nodes=1))
         fake_api.server.seed(trainjob("third", nodes=1))
@@ -205,7 +205,7 @@ async def test_a_reason_whose_numbers_alone_change_is_refreshed_slowly_and_witho
         process.built.queue.request_cycle()
         await asyncio.sleep(0.5)
         assert await pending_message() == before  # only a number changed: not rewritten yet
-        process.built.queue.pending_refresh = 0.05
+        process.built.queue.pending.refresh = 0.05
         process.built.queue.request_cycle()
 
         async def refreshed() -> bool:

@@ -1,0 +1,130 @@
+"""Which pending Workloads get their ``QuotaReserved=False`` message written, and when.
+
+Kueue writes a pending Workload's reason into its QuotaReserved condition; trainyard adds the
+queue position. Written naively that is a write storm: a queue of five thousand moves up by one
+every time a job is admitted, and a freed quota changes the numbers in every waiting reason. So:
+
+- a new reason (its skeleton changed: not only the position or the numbers in it) is written at
+  once, with an Event;
+- a change of position or numbers alone is refreshed at most every ``refresh`` seconds per
+  workload, and at most ``refresh_rate`` such writes per second over the whole queue, the
+  longest-unrefreshed first. The backlog of refreshes drains over later cycles, so a long queue
+  costs the API server a steady trickle instead of a burst per cycle.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.controllers.workload_status import pending_patch
+from scheduler.engine.views import waiting_reason
+from scheduler.engine.workloads import WorkloadState
+
+_POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_WAITING = (WorkloadState.PENDING, WorkloadState.INADMISSIBLE, WorkloadState.DEACTIVATED)
+
+
+def reason_skeleton(message: str) -> str:
+    """A pending message without its position and with its numbers blanked: what stays when
+    only the queue moved or the usage around the workload changed ("2 more needed" -> "6 more
+    needed"). A change of skeleton is a new reason."""
+    return _NUMBER.sub("#", _POSITION.sub("", message))
+
+
+def quota_reserved_message(document: dict[str, Any]) -> str | None:
+    """The message of a Workload's QuotaReserved=False condition, or None."""
+    for condition in (document.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "QuotaReserved" and condition.get("status") == "False":
+            return str(condition.get("message", ""))
+    return None
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    key: str
+    document: dict[str, Any]
+    patch: dict[str, Any]
+    event_message: str | None  # set when the reason itself is new: it deserves an Event
+
+
+class PendingStatus:
+    def __init__(self, *, refresh: float = 10.0, refresh_rate: float = 20.0) -> None:
+        self.refresh = refresh
+        self.refresh_rate = refresh_rate
+        self._written: dict[str, float] = {}  # key -> loop time of the last pending write
+        self._last_plan: float | None = None
+
+    def start_term(self, workloads: Iterable[dict[str, Any]], now: float) -> None:
+        """A new term: a message already on the server counts as just written, so a new leader
+        rewrites a workload's reason at once but not a queue's worth of positions that moved."""
+        self._written.clear()
+        self._last_plan = None
+        for document in workloads:
+            if quota_reserved_message(document) is not None:
+                meta = document.get("metadata") or {}
+                self._written[f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"] = now
+
+    def wrote(self, key: str, now: float) -> None:
+        self._written[key] = now
+
+    def forget(self, key: str) -> None:
+        self._written.pop(key, None)
+
+    def plan(
+        self,
+        engine: Any,
+        cached: Callable[[str], dict[str, Any] | None],
+        busy: Callable[[str], bool],
+        now: float,
+        stamp: float,
+    ) -> list[PendingWrite]:
+        """The writes this cycle: every new reason, and refreshes within the rate budget.
+
+        ``now`` is the loop's clock (for the budget), ``stamp`` the wall clock written into the
+        condition; ``busy(key)`` is True while another write to the Workload is in flight.
+        """
+        positions = _positions(engine)
+        new_reasons: list[PendingWrite] = []
+        refreshes: list[tuple[float, PendingWrite]] = []
+        for key, info in list(engine.workloads.items()):
+            if info.state not in _WAITING:
+                continue
+            document = cached(key)
+            if document is None or busy(key) or (document.get("status") or {}).get("admission"):
+                continue
+            message = waiting_reason(engine, info) or "waiting"
+            position = positions.get(key)
+            if position is not None:
+                message += f" (position {position} in ClusterQueue {info.cluster_queue})"
+            current = quota_reserved_message(document)
+            if current == message:
+                continue
+            reason_changed = current is None or reason_skeleton(current) != reason_skeleton(message)
+            last = self._written.get(key)
+            if not reason_changed and last is not None and now - last < self.refresh:
+                continue
+            patch = pending_patch(document, message, stamp)
+            if patch is None:
+                continue
+            if reason_changed:
+                new_reasons.append(PendingWrite(key, document, patch, message))
+            else:
+                refreshes.append((last if last is not None else -math.inf, PendingWrite(key, document, patch, None)))
+        elapsed = self.refresh if self._last_plan is None else min(now - self._last_plan, self.refresh)
+        self._last_plan = now
+        budget = max(1, math.ceil(self.refresh_rate * elapsed))
+        refreshes.sort(key=lambda pair: pair[0])
+        return new_reasons + [write for _, write in refreshes[:budget]]
+
+
+def _positions(engine: Any) -> dict[str, int]:
+    positions: dict[str, int] = {}
+    for cq in engine.model.cluster_queues.values():
+        for index, workload in enumerate(cq.queue.pending(), start=1):
+            positions[workload.key] = index
+    return positions
