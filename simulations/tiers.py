@@ -25,6 +25,8 @@ from scheduler.topology import CapacityState, NodeInfo, TopologyIndex
 # The index's own per-node level, added when the deepest ledger level does not already put every
 # node in a domain of its own (the index always ends at nodes).
 NODE_LEVEL = "node"
+# Changes held before they are handed to the capacity state at once (or at the next query).
+MAX_PENDING_CHANGES = 1024
 
 
 class BestTier:
@@ -67,6 +69,9 @@ class BestTier:
         self._capacity = CapacityState(TopologyIndex.of_nodes(index_levels, self._infos), self._infos)
         # the capacity state's resource rows, as columns of the ledger's per-pod amounts
         self._columns = np.array([self._resources.index(res) for res in self._capacity.resources], dtype=np.int64)
+        # placements and releases not yet handed to the capacity state: node positions, usage per pod
+        self._pending_nodes: list[np.ndarray] = []
+        self._pending_usage: list[np.ndarray] = []
 
     def reserve(self, indexes: np.ndarray, amounts: np.ndarray) -> None:
         """One pod of ``amounts`` (a ledger row) now runs on each of the ledger rows ``indexes``."""
@@ -77,10 +82,22 @@ class BestTier:
         self._apply(indexes, -amounts)
 
     def _apply(self, indexes: np.ndarray, amounts: np.ndarray) -> None:
-        if not len(self._capacity.resources):
-            return
+        if not self._depth or not len(self._capacity.resources):
+            return  # never asked: best_level answers -1 without counting
         per_pod = amounts[self._columns].astype(np.int64)
-        self._capacity.apply(self._position[indexes], np.repeat(per_pod[:, None], len(indexes), axis=1))
+        self._pending_nodes.append(self._position[indexes])
+        self._pending_usage.append(np.repeat(per_pod[:, None], len(indexes), axis=1))
+        if len(self._pending_nodes) >= MAX_PENDING_CHANGES:
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Hand the capacity state every change since the last query in one ``apply``: most
+        placements and releases are never asked about, and usage adds up the same in any order."""
+        if self._pending_nodes:
+            nodes, usage = np.concatenate(self._pending_nodes), np.concatenate(self._pending_usage, axis=1)
+            self._pending_nodes.clear()
+            self._pending_usage.clear()
+            self._capacity.apply(nodes, usage)
 
     def best_level(self, pods: int, amounts: np.ndarray, node_selector: Mapping[str, str]) -> int:
         """The deepest level with one domain whose free slots on nodes that are Ready and match
@@ -88,6 +105,7 @@ class BestTier:
         one of its node's pod slots, as in Kubernetes."""
         if not self._depth or not len(self._infos):
             return -1
+        self._catch_up()
         self._carry_over_readiness()
         requests = {res: int(amount) for res, amount in zip(self._resources, amounts.tolist(), strict=True)}
         capacity = self._capacity

@@ -59,7 +59,11 @@ SHAPES = [
 ]
 
 
-def test_best_tier_matches_a_full_recount_through_places_releases_and_failures() -> None:
+@pytest.mark.parametrize("held", [1, 3, 1024], ids=["each change at once", "flushed every 3", "held to the query"])
+def test_best_tier_matches_a_full_recount_through_places_releases_and_failures(
+    held: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("simulations.tiers.MAX_PENDING_CHANGES", held)
     nodes = ledger()
     rng = random.Random(7)
     selectors: list[dict[str, str]] = [{}, {SPEC.levels[0]: "zone-0"}, {SPEC.levels[0]: "zone-1", "absent": "x"}]
@@ -67,7 +71,7 @@ def test_best_tier_matches_a_full_recount_through_places_releases_and_failures()
     assert 0 < first_zone < len(nodes.names)
     placed: list[str] = []
     answers = set()
-    for step in range(400):
+    for step in range(800):
         action = rng.random()
         if action < 0.5 or not placed:
             amounts = rng.choice(SHAPES)
@@ -79,6 +83,8 @@ def test_best_tier_matches_a_full_recount_through_places_releases_and_failures()
         else:
             i = rng.randrange(len(nodes.names))
             nodes.ready[i] = not nodes.ready[i]  # the simulator flips Ready in place
+        if rng.random() < 0.6:
+            continue  # several changes pile up before the next query
         for amounts in SHAPES:
             for selector in selectors:
                 pods = rng.randint(1, 20)
