@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from runtimes.k8s import wire
 from scheduler.kube.errors import KubeApiError, WatchExpired
 from scheduler.kube.kinds import KubeKind, kind_named
 
@@ -83,20 +83,29 @@ class KubeClient:
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         try:
-            result = await self.api_client.call_api(
+            response = await self.api_client.call_api(
                 path,
                 method,
                 query_params=query or [],
                 header_params={"Accept": "application/json", "Content-Type": content_type},
                 body=body,
-                response_types_map={200: "object", 201: "object", 202: "object"},
                 auth_settings=["BearerToken"],
-                _return_http_data_only=True,
+                _preload_content=False,  # the body is read and parsed here, by runtimes.k8s.wire
                 _request_timeout=self.request_timeout,
             )
         except ApiException as error:
             retry_after = error.headers.get("Retry-After") if error.headers else None
             raise KubeApiError.from_body(error.status, error.body, retry_after) from None
+        try:
+            raw = await response.read()
+        finally:
+            response.release()
+        if not 200 <= response.status <= 299:
+            raise KubeApiError.from_body(response.status, raw, response.headers.get("Retry-After"))
+        try:
+            result = wire.loads(raw)
+        except ValueError:
+            result = None
         if not isinstance(result, dict):
             raise KubeApiError(0, "BadResponse", f"{method} {path} answered with no JSON object")
         return result
@@ -205,7 +214,7 @@ class KubeClient:
 
     def _watch_event(self, k: KubeKind, line: bytes) -> WatchEvent:
         """One line of a watch stream; an ERROR event is raised (410 as ``WatchExpired``)."""
-        event = json.loads(line)
+        event = wire.loads(line)
         event_type = str(event.get("type", ""))
         obj = event.get("object")
         if event_type == "ERROR":

@@ -12,7 +12,6 @@ bearer token written into the kubeconfig, so a client that loses its credentials
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 from multidict import MultiDict
+
+from runtimes.k8s import wire
 
 from . import bindings, tables
 from .admission import Admission
@@ -61,7 +62,7 @@ def _propagation(options: Mapping[str, Any], query: Mapping[str, str]) -> str | 
 
 
 def _json(body: Any, status: int = 200, headers: Mapping[str, str] | MultiDict[str] | None = None) -> web.Response:
-    return web.Response(body=json.dumps(body).encode(), status=status, content_type="application/json", headers=headers)
+    return web.Response(body=wire.dumps(body), status=status, content_type="application/json", headers=headers)
 
 
 class FakeApiServer:
@@ -266,7 +267,7 @@ class FakeApiServer:
                 raise ApiError.bad_request("the request has no body")
             return None
         try:
-            return json.loads(raw)
+            return wire.loads(raw)
         except ValueError as error:
             raise ApiError.bad_request(f"the request body is not JSON: {error}") from None
 

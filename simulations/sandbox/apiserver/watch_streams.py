@@ -10,12 +10,13 @@ ADDED or DELETED for this watch, as on the real server. 410 Gone arrives as an E
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from runtimes.k8s import wire
 
 from . import tables
 from .errors import ApiError
@@ -58,7 +59,7 @@ def table_renderer(rtype: ResourceType, query: Mapping[str, str]) -> Render:
 
 
 async def send(response: web.StreamResponse, event: Mapping[str, Any]) -> None:
-    await response.write(json.dumps(event).encode() + b"\n")
+    await response.write(wire.dumps(event) + b"\n")
 
 
 def _timeout(query: Mapping[str, str]) -> float | None:
