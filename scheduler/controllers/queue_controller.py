@@ -4,8 +4,10 @@ One reconciler, three kinds of key:
 
 - ``@cycle``: run ``engine.schedule(now)`` and write its decisions. Input changes ask for a
   cycle ``debounce`` seconds after the first change (a burst of events is one cycle) and never
-  sooner than ``min_interval`` after the previous one; the engine's own timers (pods-ready
-  timeouts, requeue backoff) come back as ``requeue_after``.
+  sooner than ``min_interval`` after the previous one, nor than twice the previous cycle's own
+  computing time (so a cycle over a long queue takes at most a third of the loop, and a short
+  queue is admitted within tens of milliseconds); the engine's own timers (pods-ready timeouts,
+  requeue backoff) come back as ``requeue_after``.
 - ``pods:<namespace>/<workload>``: the workload's pods changed; PodsReady is recomputed.
 - ``node:<name>``: a Node turned NotReady or went away; gangs placed on it are handled.
 - ``@resync``: every ``resync_period`` seconds the engine is compared with the cached Workloads
@@ -61,8 +63,8 @@ class QueueController:
         metrics: QueueMetrics | None = None,
         events: EventRecorder | None = None,
         clock: Callable[[], float] = time.time,
-        debounce: float = 0.05,
-        min_interval: float = 0.1,
+        debounce: float = 0.02,
+        min_interval: float = 0.05,
         pending_refresh: float = 10.0,
         pending_refresh_rate: float = 20.0,
         write_concurrency: int = 16,
@@ -82,6 +84,7 @@ class QueueController:
         self.health = HealthChecks(self)
         self.queue_add_after: Callable[[str, float], None] | None = None  # set by bind()
         self._last_cycle: float | None = None  # loop time
+        self._cycle_cost = 0.0  # seconds the last cycle spent computing (not waiting on writes)
         self.cycles = 0
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
@@ -130,8 +133,11 @@ class QueueController:
         loop = asyncio.get_running_loop()
         delay = self.debounce
         if self._last_cycle is not None:
-            delay = max(delay, self._last_cycle + self.min_interval - loop.time())
+            delay = max(delay, self._last_cycle + self._gap() - loop.time())
         self.queue_add_after(CYCLE_KEY, delay)
+
+    def _gap(self) -> float:
+        return max(self.min_interval, 2.0 * self._cycle_cost)
 
     async def _cycle(self) -> ReconcileResult:
         self._last_cycle = asyncio.get_running_loop().time()
@@ -140,7 +146,9 @@ class QueueController:
             self._resync_due = False
             self.healed += len(self.mirror.resync())
         now = self.clock()
+        started = time.perf_counter()
         result = self.engine.schedule(now)
+        self._cycle_cost = time.perf_counter() - started
         retry = await self._write_decisions(result, now)
         await self._write_pending(now)
         if self.metrics is not None:
@@ -148,7 +156,7 @@ class QueueController:
         wake = self.engine.next_timer()
         delay = None if wake is None else max(0.0, wake - self.clock())
         if retry:
-            delay = self.min_interval if delay is None else min(delay, self.min_interval)
+            delay = self._gap() if delay is None else min(delay, self._gap())
         return ReconcileResult(requeue_after=delay)
 
     # ------------------------------------------------------------------ decisions
@@ -228,9 +236,11 @@ class QueueController:
     async def _write_pending(self, now: float) -> None:
         """QuotaReserved=False with the reason and position, only where it changed (``PendingStatus``
         decides which, so a long queue moving up is a trickle of writes, not a storm)."""
+        started = time.perf_counter()
         writes = self.pending.plan(
             self.engine, self._cached, self.mirror.writing.__contains__, asyncio.get_running_loop().time(), now
         )
+        self._cycle_cost += time.perf_counter() - started
         await asyncio.gather(*(self._write_one_pending(write) for write in writes))
 
     async def _write_one_pending(self, write: PendingWrite) -> None:
