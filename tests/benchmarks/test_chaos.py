@@ -1,6 +1,5 @@
-"""The chaos benchmark at 300 TrainJobs: API faults and controller kills lose nothing, admit
-nothing twice and never exceed quota. Issue 11 asks for 1,000 jobs here; at 1,000 the run still
-loses jobs (see the session note), so this size is what holds today."""
+"""The chaos benchmark at 1,000 TrainJobs: API faults and controller kills lose nothing, admit
+nothing twice and never exceed quota (about a minute: the run issue 11 asks to be part of the tests)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from trainyard.benchmarks.chaos import measure
 @pytest.mark.slow
 async def test_jobs_through_faults_and_restarts_settle_clean() -> None:
     args = argparse.Namespace(
-        jobs=300, rate=50.0, fault_rate=0.03, restart_every=2.0, cpu_per_queue=24, seed=7, settle_timeout=240.0
+        jobs=1000, rate=100.0, fault_rate=0.03, restart_every=2.0, cpu_per_queue=24, seed=7, settle_timeout=300.0
     )
     result = await measure(args)
     assert result["lost"] == 0, result["examples"]
@@ -23,4 +22,4 @@ async def test_jobs_through_faults_and_restarts_settle_clean() -> None:
     # the run really was chaotic: the controller was killed and the server misbehaved
     assert result["controller_restarts"] >= 2
     assert result["faults_injected"] >= 20
-    assert result["admissions"] >= 300
+    assert result["admissions"] >= 1000
