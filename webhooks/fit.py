@@ -13,11 +13,11 @@ MPI TrainJob at admission.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
 from runtimes.errors import FieldError, RenderError
+from runtimes.k8s import wire
 from scheduler.api.job_validation import validate_pod_sets_topology
 from scheduler.engine import AdmissionEngine, EngineConfig
 from scheduler.trainjob import workload_for_trainjob
@@ -72,7 +72,7 @@ def check_fit(
     # The verdict depends only on the Workload's namespace and spec and on the cached objects,
     # and most reviews repeat a few job shapes: remember it until the cache changes.
     verdicts = cache.derived("never-fits-verdicts", _new_verdict_memo)
-    shape = json.dumps([workload.metadata.namespace, workload.spec.to_dict()], sort_keys=True)
+    shape = wire.dumps([workload.metadata.namespace, workload.spec.to_dict()], sort_keys=True)
     if shape not in verdicts:
         if len(verdicts) >= MAX_REMEMBERED_VERDICTS:
             verdicts.clear()
@@ -80,5 +80,5 @@ def check_fit(
     return FitVerdict(never_fits=verdicts[shape])
 
 
-def _new_verdict_memo(_: ObjectCache) -> dict[str, str | None]:
+def _new_verdict_memo(_: ObjectCache) -> dict[bytes, str | None]:
     return {}

@@ -13,6 +13,8 @@ from typing import Any
 
 import jsonpatch
 
+from runtimes.k8s import wire
+
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_KIND = "AdmissionReview"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
@@ -95,7 +97,7 @@ def _object(value: Any, path: str, uid: str) -> dict[str, Any] | None:
 def parse_review(body: bytes) -> AdmissionRequest:
     """Parse an AdmissionReview v1 request body; raises ``BadReview`` naming what is wrong."""
     try:
-        document = json.loads(body)
+        document = wire.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise BadReview(f"request body is not JSON: {error}") from None
     if not isinstance(document, dict):
@@ -151,7 +153,7 @@ def build_response(uid: str, verdict: Verdict) -> dict[str, Any]:
         response["warnings"] = verdict.warnings
     if verdict.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(verdict.patch).encode()).decode("ascii")
+        response["patch"] = base64.b64encode(wire.dumps(verdict.patch)).decode("ascii")
     return {"apiVersion": ADMISSION_API_VERSION, "kind": ADMISSION_KIND, "response": response}
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import ssl
 import time
@@ -20,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from runtimes.k8s import wire
 from webhooks.handlers import Handler
 from webhooks.metrics import WebhookMetrics
 from webhooks.objects import ObjectCache
@@ -54,7 +54,7 @@ def default_routes() -> dict[str, Handler]:
 
 
 def _json(document: Any, status: int = 200) -> web.Response:
-    return web.Response(body=json.dumps(document).encode(), status=status, content_type="application/json")
+    return web.Response(body=wire.dumps(document), status=status, content_type="application/json")
 
 
 def _bad_request(message: str, status: int = 400) -> web.Response:

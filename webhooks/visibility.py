@@ -18,7 +18,6 @@ controller process passes its own, so positions are those the next admission cyc
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from runtimes.k8s import wire
 from scheduler.engine import AdmissionEngine
 from scheduler.queues import PendingWorkload, positioned
 from webhooks.visibility_auth import GROUP, VERSION, Attributes, AuthError, Guard
@@ -69,7 +69,7 @@ def _status(code: int, reason: str, message: str) -> web.Response:
         "reason": reason,
         "code": code,
     }
-    return web.Response(body=json.dumps(body).encode(), status=code, content_type="application/json")
+    return web.Response(body=wire.dumps(body), status=code, content_type="application/json")
 
 
 def _timestamp(epoch: float) -> str:
@@ -150,7 +150,7 @@ async def _pending_request(
 
 
 def _json(document: Any) -> web.Response:
-    return web.Response(body=json.dumps(document).encode(), content_type="application/json")
+    return web.Response(body=wire.dumps(document), content_type="application/json")
 
 
 async def cluster_queue_pending(request: web.Request) -> web.Response:

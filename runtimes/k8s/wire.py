@@ -27,9 +27,9 @@ def loads(data: bytes | str) -> Any:
     return orjson.loads(raw)
 
 
-def dumps(document: Any) -> bytes:
-    """Compact UTF-8 JSON of ``document``."""
+def dumps(document: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact UTF-8 JSON of ``document`` (with ``sort_keys``, a canonical form to compare by)."""
     try:
-        return orjson.dumps(document)
+        return orjson.dumps(document, option=orjson.OPT_SORT_KEYS if sort_keys else None)
     except TypeError:  # a too-large integer, a non-string key: what orjson refuses, json writes
-        return json.dumps(document, separators=(",", ":")).encode()
+        return json.dumps(document, separators=(",", ":"), sort_keys=sort_keys).encode()
