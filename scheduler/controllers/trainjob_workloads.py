@@ -126,6 +126,7 @@ class TrainJobWorkloads:
         # Workload (every one, after the first reconcile) is not parsed again.
         existing = self.cache.get("Workload", self._workload_name(document), namespace)
         if existing is not None:
+            await self._clear_failure(document)  # a refused clearing write is retried from here
             await self._sync_finished(document, existing)
             return ReconcileResult()
         try:
@@ -223,17 +224,14 @@ class TrainJobWorkloads:
     async def _write_conditions(
         self, trainjob: dict[str, Any], conditions: list[dict[str, Any]], *, conditional: bool = True
     ) -> None:
+        """Write the TrainJob's conditions; a 409 propagates, so the key is retried from a fresh read
+        (a conflict need not come with a newer object to wake this reconciler)."""
         metadata = trainjob["metadata"]
-        try:
-            await patch_status(
-                self.client,
-                "TrainJob",
-                metadata["name"],
-                metadata.get("namespace"),
-                {"conditions": conditions},
-                resource_version=str(metadata.get("resourceVersion")) if conditional else None,
-            )
-        except KubeApiError as error:
-            if error.status != 409:
-                raise
-            # the launcher wrote meanwhile; the next event brings the TrainJob back here
+        await patch_status(
+            self.client,
+            "TrainJob",
+            metadata["name"],
+            metadata.get("namespace"),
+            {"conditions": conditions},
+            resource_version=str(metadata.get("resourceVersion")) if conditional else None,
+        )

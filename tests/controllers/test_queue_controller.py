@@ -15,6 +15,7 @@ from queue_support import (
     eventually,
     is_admitted,
     kube,
+    runtime_doc,
     seed_queues,
     trainjob,
 )
@@ -173,6 +174,34 @@ async def test_a_trainjob_whose_runtime_is_missing_gets_an_event_and_a_condition
     assert "no-such-runtime" in c["message"]
     assert len(events) == 1  # said once, not on every resync
     assert await reader.workload_of("lost") is None
+
+
+async def test_the_failure_condition_is_cleared_once_the_runtime_exists_even_through_a_conflict(
+    fake_api: FakeApi, reader: Reader
+) -> None:
+    seed_queues(fake_api, cpu=4)
+    broken = trainjob("late")
+    broken["spec"]["runtimeRef"] = {"name": "arrives-later"}
+    fake_api.server.seed(broken)
+
+    async def workload_created_condition() -> dict[str, object] | None:
+        return condition(await reader.trainjob("late"), "WorkloadCreated")
+
+    async with kube(fake_api) as client, controller(client):
+        await eventually(workload_created_condition, what="the WorkloadCreated=False condition")
+        # the clearing write meets a conflict that no newer TrainJob explains: nothing will wake
+        # the reconciler with an event, so it must retry on its own
+        fake_api.server.faults.fail("patch", "/trainjobs/late/status", code=409, times=1)
+        runtime = runtime_doc()
+        runtime["metadata"] = {"name": "arrives-later"}
+        await client.create(runtime)
+        await eventually(lambda: reader.workload_of("late"), what="the Workload once the runtime exists")
+
+        async def cleared() -> bool:
+            return await workload_created_condition() is None
+
+        await eventually(cleared, what="the failure condition cleared")
+    assert sum(fake_api.server.faults.injected.values()) >= 1
 
 
 async def test_a_reason_whose_numbers_alone_change_is_refreshed_slowly_and_without_an_event(
