@@ -103,7 +103,7 @@ class KubeClient:
         if not 200 <= response.status <= 299:
             raise KubeApiError.from_body(response.status, raw, response.headers.get("Retry-After"))
         try:
-            result = wire.loads(raw)
+            result = wire.loads_from_api_server(raw)
         except ValueError:
             result = None
         if not isinstance(result, dict):
@@ -214,7 +214,7 @@ class KubeClient:
 
     def _watch_event(self, k: KubeKind, line: bytes) -> WatchEvent:
         """One line of a watch stream; an ERROR event is raised (410 as ``WatchExpired``)."""
-        event = wire.loads(line)
+        event = wire.loads_from_api_server(line)
         event_type = str(event.get("type", ""))
         obj = event.get("object")
         if event_type == "ERROR":

@@ -40,3 +40,10 @@ def test_non_string_keys_are_written_as_the_json_module_writes_them() -> None:
 def test_what_is_not_json_raises_value_error(text: bytes | str) -> None:
     with pytest.raises(ValueError):
         wire.loads(text)
+
+
+def test_an_api_servers_int64_values_are_read_exactly() -> None:
+    largest = 2**63 - 1
+    parsed = wire.loads_from_api_server(wire.dumps({"metadata": {"generation": largest}}))
+    assert parsed["metadata"]["generation"] == largest
+    assert isinstance(parsed["metadata"]["generation"], int)
