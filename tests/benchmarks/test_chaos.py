@@ -13,7 +13,14 @@ from trainyard.benchmarks.chaos import measure
 @pytest.mark.slow
 async def test_jobs_through_faults_and_restarts_settle_clean() -> None:
     args = argparse.Namespace(
-        jobs=1000, rate=100.0, fault_rate=0.03, restart_every=2.0, cpu_per_queue=24, seed=7, settle_timeout=300.0
+        jobs=1000,
+        rate=100.0,
+        fault_rate=0.03,
+        restart_every=2.0,
+        cpu_per_queue=24,
+        seed=7,
+        settle_timeout=300.0,
+        progress=0.0,
     )
     result = await measure(args)
     assert result["lost"] == 0, result["examples"]

@@ -8,7 +8,8 @@ preemption all allowed). TrainJobs of two priorities arrive at ``--rate`` per se
   429 with Retry-After, 500/503, an expired history (410 for every resuming watch), or cut
   watch connections (``simulations.sandbox.apiserver.Faults.random``);
 - the controller replica is killed (cancelled wherever it is awaiting) and a fresh one, with a
-  new cache and a new engine, started every ``--restart-every`` seconds.
+  new cache and a new engine, started after every ``--restart-every`` seconds (jittered ±50%)
+  of leading, that is, once its informers have listed the cluster.
 
 A JobSet stand-in (an observer of the server's store) completes each JobSet after a short
 run. After the last arrival the faults go on for a while, then stop, and the benchmark waits
@@ -28,6 +29,7 @@ import argparse
 import asyncio
 import functools
 import random
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -54,6 +56,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-per-queue", type=int, default=24, help="each ClusterQueue's nominal CPU quota")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--settle-timeout", type=float, default=600.0, help="seconds to wait for every job")
+    parser.add_argument(
+        "--progress", type=float, default=30.0, help="seconds between progress lines on stderr (0: none)"
+    )
 
 
 def chaos_objects(cpu_per_queue: int) -> list[dict[str, Any]]:
@@ -219,6 +224,18 @@ class Killer:
 
     async def run(self) -> None:
         while not self.stopped.is_set():
+            # The pause counts from when the replica leads (its informers listed everything): a
+            # replica killed every few seconds of its working life, whatever the cluster's size.
+            # Counted from its start, a cluster whose full list takes longer than the pause would
+            # only ever be listed, never admitted, as no real controller is restarted.
+            leading = asyncio.create_task(self.replica.service.manager.leading.wait())
+            stopped = asyncio.create_task(self.stopped.wait())
+            await asyncio.wait([leading, stopped], return_when=asyncio.FIRST_COMPLETED)
+            for waiter in (leading, stopped):
+                waiter.cancel()
+            await asyncio.gather(leading, stopped, return_exceptions=True)
+            if self.stopped.is_set():
+                return
             pause = self.rng.uniform(0.5, 1.5) * self.restart_every
             try:
                 await asyncio.wait_for(self.stopped.wait(), pause)
@@ -229,11 +246,13 @@ class Killer:
             self.restarts += 1
 
 
-async def submit(client: Any, args: argparse.Namespace, rng: random.Random, started: float) -> list[str]:
-    """Create ``args.jobs`` TrainJobs at ``args.rate`` per second (each create retried through faults)."""
+async def submit(
+    client: Any, args: argparse.Namespace, rng: random.Random, started: float, names: list[str]
+) -> list[str]:
+    """Create ``args.jobs`` TrainJobs at ``args.rate`` per second (each create retried through
+    faults); ``names`` grows as they are created."""
     from scheduler.kube import with_retries
 
-    names: list[str] = []
     for index in range(args.jobs):
         delay = started + index / args.rate - time.perf_counter()
         if delay > 0:
@@ -244,6 +263,19 @@ async def submit(client: Any, args: argparse.Namespace, rng: random.Random, star
     return names
 
 
+async def report_progress(audit: Audit, names: list[str], killer: Killer, every: float, started: float) -> None:
+    """A line on stderr every ``every`` seconds: how far the run is, for runs of many minutes."""
+    while True:
+        await asyncio.sleep(every)
+        finished = sum(1 for n in names if audit.workload_of.get(n) in audit.finished)
+        print(
+            f"chaos: {time.perf_counter() - started:.0f}s: {len(names)} submitted, {len(audit.holding)} admitted now, "
+            f"{finished} finished, {killer.restarts} controller restarts",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 async def settle(audit: Audit, names: list[str], timeout: float) -> None:
     """Wait until every TrainJob's Workload has finished, or ``timeout`` seconds."""
     deadline = time.perf_counter() + timeout
@@ -251,6 +283,21 @@ async def settle(audit: Audit, names: list[str], timeout: float) -> None:
         if all(audit.workload_of.get(n) in audit.finished for n in names):
             return
         await asyncio.sleep(0.25)
+
+
+async def _chaos_then_calm(
+    cluster: Any, args: argparse.Namespace, rng: random.Random, started: float, names: list[str], killer: Killer
+) -> None:
+    """Submit every job with faults and kills going on, a while longer, then calm the server."""
+    killing = asyncio.create_task(killer.run())
+    cluster.server.faults.random(args.fault_rate, seed=args.seed)
+    try:
+        await submit(cluster.client, args, rng, started, names)
+        await asyncio.sleep(min(args.restart_every * 2, 10.0))  # chaos goes on a while after the last arrival
+    finally:
+        killer.stopped.set()
+        await killing
+    cluster.server.faults.calm()
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -263,16 +310,19 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         finisher = JobSetFinisher(cluster.server, random.Random(args.seed + 1))
         cluster.server.store.observers.extend([audit.observe, finisher.observe])
         killer = Killer(cluster, await cluster.start_controllers(), args.restart_every, rng)
-        cluster.server.faults.random(args.fault_rate, seed=args.seed)
-        killing = asyncio.create_task(killer.run())
+        names: list[str] = []
+        progress = (
+            asyncio.create_task(report_progress(audit, names, killer, args.progress, started))
+            if args.progress > 0
+            else None
+        )
         try:
-            names = await submit(cluster.client, args, rng, started)
-            await asyncio.sleep(min(args.restart_every * 2, 10.0))  # chaos goes on a while after the last arrival
+            await _chaos_then_calm(cluster, args, rng, started, names, killer)
+            await settle(audit, names, args.settle_timeout)
         finally:
-            killer.stopped.set()
-            await killing
-        cluster.server.faults.calm()
-        await settle(audit, names, args.settle_timeout)
+            if progress is not None:
+                progress.cancel()
+                await asyncio.gather(progress, return_exceptions=True)
         await finisher.stop()
         replica = killer.replica
         lost = [
