@@ -89,8 +89,8 @@ class PendingStatus:
         condition; ``busy(key)`` is True while another write to the Workload is in flight.
         """
         positions = _positions(engine)
-        new_reasons: list[PendingWrite] = []
-        refreshes: list[tuple[float, PendingWrite]] = []
+        new_reasons: list[tuple[str, dict[str, Any], str]] = []
+        refreshes: list[tuple[float, str, dict[str, Any], str]] = []
         for key, info in list(engine.workloads.items()):
             if info.state not in _WAITING:
                 continue
@@ -104,22 +104,25 @@ class PendingStatus:
             current = quota_reserved_message(document)
             if current == message:
                 continue
-            reason_changed = current is None or reason_skeleton(current) != reason_skeleton(message)
+            if current is None or reason_skeleton(current) != reason_skeleton(message):
+                new_reasons.append((key, document, message))
+                continue
             last = self._written.get(key)
-            if not reason_changed and last is not None and now - last < self.refresh:
-                continue
-            patch = pending_patch(document, message, stamp)
-            if patch is None:
-                continue
-            if reason_changed:
-                new_reasons.append(PendingWrite(key, document, patch, message))
-            else:
-                refreshes.append((last if last is not None else -math.inf, PendingWrite(key, document, patch, None)))
+            if last is None or now - last >= self.refresh:
+                refreshes.append((-math.inf if last is None else last, key, document, message))
         elapsed = self.refresh if self._last_plan is None else min(now - self._last_plan, self.refresh)
         self._last_plan = now
         budget = max(1, math.ceil(self.refresh_rate * elapsed))
-        refreshes.sort(key=lambda pair: pair[0])
-        return new_reasons + [write for _, write in refreshes[:budget]]
+        # the stalest first; patches are built only for what is written (a long queue has thousands of candidates)
+        refreshes.sort(key=lambda candidate: candidate[0])
+        chosen = [(key, document, message, True) for key, document, message in new_reasons]
+        chosen += [(key, document, message, False) for _, key, document, message in refreshes[:budget]]
+        writes = []
+        for key, document, message, is_new in chosen:
+            patch = pending_patch(document, message, stamp)
+            if patch is not None:
+                writes.append(PendingWrite(key, document, patch, message if is_new else None))
+        return writes
 
 
 def _positions(engine: Any) -> dict[str, int]:
