@@ -21,6 +21,7 @@ async def test_jobs_through_faults_and_restarts_settle_clean() -> None:
         seed=7,
         settle_timeout=300.0,
         progress=0.0,
+        compaction_every=10.0,
     )
     result = await measure(args)
     assert result["lost"] == 0, result["examples"]

@@ -211,6 +211,16 @@ async def test_random_watch_faults_expire_and_drop_streams(fake_api: FakeApi) ->
     assert fake_api.faults.injected["expire"] == 1
 
 
+async def test_random_expiries_keep_the_compaction_interval(fake_api: FakeApi) -> None:
+    async with kube(fake_api) as kube_client:
+        await kube_client.create(config_map("cm"))
+        fake_api.faults.random(1.0, seed=1, kinds=("expire",), compaction_interval=3600.0)
+        for _ in range(5):
+            await kube_client.get("ConfigMap", "cm", "default")
+        fake_api.faults.calm()
+    assert fake_api.faults.injected["expire"] == 1, "one compaction, then none within the interval"
+
+
 async def test_a_second_independent_client_reads_the_same_objects(fake_api: FakeApi) -> None:
     """The official synchronous ``kubernetes`` client (in a thread), paging included."""
     for index in range(3):

@@ -5,8 +5,9 @@ A ``LocalCluster`` holds two ClusterQueues sharing a cohort (borrowing, reclaim 
 preemption all allowed). TrainJobs of two priorities arrive at ``--rate`` per second while:
 
 - the API server answers a share ``--fault-rate`` of requests with a fault: 409 on writes,
-  429 with Retry-After, 500/503, an expired history (410 for every resuming watch), or cut
-  watch connections (``simulations.sandbox.apiserver.Faults.random``);
+  429 with Retry-After, 500/503, an expired history (410 for every resuming watch: every
+  informer lists again; at most every ``--compaction-every`` seconds), or cut watch connections
+  (``simulations.sandbox.apiserver.Faults.random``);
 - the controller replica is killed (cancelled wherever it is awaiting) and a fresh one, with a
   new cache and a new engine, started after every ``--restart-every`` seconds (jittered ±50%)
   of leading, that is, once its informers have listed the cluster.
@@ -54,6 +55,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fault-rate", type=float, default=0.03, help="share of requests that meet a fault")
     parser.add_argument("--restart-every", type=float, default=3.0, help="seconds between controller kills")
     parser.add_argument("--cpu-per-queue", type=int, default=24, help="each ClusterQueue's nominal CPU quota")
+    parser.add_argument(
+        "--compaction-every",
+        type=float,
+        default=10.0,
+        help="least seconds between expired histories, after which every informer lists again (default 10)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--settle-timeout", type=float, default=600.0, help="seconds to wait for every job")
     parser.add_argument(
@@ -290,7 +297,7 @@ async def _chaos_then_calm(
 ) -> None:
     """Submit every job with faults and kills going on, a while longer, then calm the server."""
     killing = asyncio.create_task(killer.run())
-    cluster.server.faults.random(args.fault_rate, seed=args.seed)
+    cluster.server.faults.random(args.fault_rate, seed=args.seed, compaction_interval=args.compaction_every)
     try:
         await submit(cluster.client, args, rng, started, names)
         await asyncio.sleep(min(args.restart_every * 2, 10.0))  # chaos goes on a while after the last arrival

@@ -12,7 +12,9 @@ fault by kind.
 
 from __future__ import annotations
 
+import math
 import random as random_module
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +63,8 @@ class Chaos:
     kinds: tuple[str, ...]
     rng: random_module.Random
     retry_after: int = 1
+    compaction_interval: float = 0.0  # seconds an expiry waits after the last one (0: none)
+    last_compaction: float = -math.inf
 
 
 @dataclass
@@ -98,15 +102,33 @@ class Faults:
         self.rules.append(rule)
         return rule
 
-    def random(self, rate: float, seed: int = 0, kinds: Iterable[str] = FAULT_KINDS, *, retry_after: int = 1) -> None:
-        """From now on each request meets one of ``kinds`` with probability ``rate`` (0 turns chaos off)."""
+    def random(
+        self,
+        rate: float,
+        seed: int = 0,
+        kinds: Iterable[str] = FAULT_KINDS,
+        *,
+        retry_after: int = 1,
+        compaction_interval: float = 0.0,
+    ) -> None:
+        """From now on each request meets one of ``kinds`` with probability ``rate`` (0 turns chaos off).
+
+        ``compaction_interval``: an expiry (history compacted, every informer lists again) drawn
+        sooner than this many seconds after the last one is no fault. kube-apiserver compacts every
+        5 minutes; an expiry several times a second makes every client relist the whole cluster
+        each second, which no client of ten thousand objects survives and no cluster does.
+        """
         chosen = tuple(kinds)
         unknown = sorted(set(chosen) - set(FAULT_KINDS))
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}; use some of {list(FAULT_KINDS)}")
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"the fault rate must be between 0 and 1, got {rate}")
-        self.chaos = Chaos(rate, chosen, random_module.Random(seed), retry_after) if rate > 0 and chosen else None
+        self.chaos = (
+            Chaos(rate, chosen, random_module.Random(seed), retry_after, compaction_interval)
+            if rate > 0 and chosen
+            else None
+        )
 
     def calm(self) -> None:
         """Stop random faults (rules already set stay)."""
@@ -129,6 +151,11 @@ class Faults:
         if not applicable:
             return None
         kind = chaos.rng.choice(applicable)
+        if kind == EXPIRE:
+            now = time.monotonic()
+            if now - chaos.last_compaction < chaos.compaction_interval:
+                return None
+            chaos.last_compaction = now
         self.injected[kind] += 1
         if kind == EXPIRE:
             self._expire()
