@@ -50,7 +50,11 @@ class InformerSettings:
     watch_timeout_seconds: int = 300  # the server ends each watch after this (timeoutSeconds)
     inactivity_timeout: float = 330.0  # no line for this long: the stream is stuck, watch again
     backoff: Backoff = field(default_factory=Backoff)
-    page_size: int | None = 500  # objects per list request (limit/continue); None lists in one request
+    # Objects per list request (limit/continue); None, the default, lists in one request, as
+    # client-go's reflector does (its resourceVersion=0 list is served whole from the watch
+    # cache). Paged, a list of 10,000 objects is 20 requests, and a refusal of any one of them
+    # (a 429, a 5xx) starts the whole list over.
+    page_size: int | None = None
 
 
 class Informer:
