@@ -1,3 +1,3 @@
-from trainyard.cli.main import main
+from trainyard.cli.main import console
 
-raise SystemExit(main())
+raise SystemExit(console())

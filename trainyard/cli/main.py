@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from trainyard import __version__
 from trainyard.cli.errors import UserError
+from trainyard.gc_tuning import tune_for_large_heaps
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "admit": ("trainyard.cli.admit", "dry-run Kueue admission over YAML objects and Workloads"),
@@ -84,3 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def console() -> int:
+    """The ``trainyard`` executable: ``main`` in a process whose collector suits large heaps.
+
+    Only the executable tunes the process; ``main`` called in another program (the tests) leaves
+    that program's collector as it is.
+    """
+    tune_for_large_heaps()
+    return main()
