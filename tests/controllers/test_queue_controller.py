@@ -151,13 +151,18 @@ async def test_an_unsuspended_trainjob_is_suspended_before_its_workload_is_creat
     assert job["spec"]["suspend"] is True
 
 
+def seed_with_a_missing_runtime(fake_api: FakeApi, name: str, runtime: str) -> None:
+    """The queues, and a TrainJob named ``name`` whose runtimeRef names ``runtime``, which does not exist."""
+    seed_queues(fake_api, cpu=4)
+    broken = trainjob(name)
+    broken["spec"]["runtimeRef"] = {"name": runtime}
+    fake_api.server.seed(broken)
+
+
 async def test_a_trainjob_whose_runtime_is_missing_gets_an_event_and_a_condition(
     fake_api: FakeApi, reader: Reader
 ) -> None:
-    seed_queues(fake_api, cpu=4)
-    broken = trainjob("lost")
-    broken["spec"]["runtimeRef"] = {"name": "no-such-runtime"}
-    fake_api.server.seed(broken)
+    seed_with_a_missing_runtime(fake_api, "lost", "no-such-runtime")
 
     async def failed() -> bool:
         c = condition(await reader.trainjob("lost"), "WorkloadCreated")
@@ -179,10 +184,7 @@ async def test_a_trainjob_whose_runtime_is_missing_gets_an_event_and_a_condition
 async def test_the_failure_condition_is_cleared_once_the_runtime_exists_even_through_a_conflict(
     fake_api: FakeApi, reader: Reader
 ) -> None:
-    seed_queues(fake_api, cpu=4)
-    broken = trainjob("late")
-    broken["spec"]["runtimeRef"] = {"name": "arrives-later"}
-    fake_api.server.seed(broken)
+    seed_with_a_missing_runtime(fake_api, "late", "arrives-later")
 
     async def workload_created_condition() -> dict[str, object] | None:
         return condition(await reader.trainjob("late"), "WorkloadCreated")
