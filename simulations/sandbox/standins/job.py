@@ -28,11 +28,10 @@ from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 
 from .conditions import is_true, now_text, set_condition
-from .keys import controller_uid, object_key, reconciled, split_key, standin_queue
+from .keys import BATCH_SECONDS, BatchingStandin, controller_uid, object_key, reconciled, split_key
 
 log = logging.getLogger(__name__)
 
-BATCH_SECONDS = 0.1
 
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -119,7 +118,7 @@ def _finish_conditions(
     return conditions, finished
 
 
-class JobController:
+class JobController(BatchingStandin):
     """A ``scheduler.controllers`` reconciler of Job keys; ``queue`` is the one its controller works."""
 
     name = "job-standin"
@@ -127,12 +126,7 @@ class JobController:
     def __init__(
         self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
     ) -> None:
-        self.workers = workers
-        self.queue = standin_queue(self.name)
-        # changes of children are gathered this long into one sync, as the real controllers batch pod updates
-        self.batch_seconds = batch_seconds
-        self.client = client
-        self.cache = cache
+        super().__init__(client, cache, workers=workers, batch_seconds=batch_seconds)
         cache.on_change("Job", self._job_changed)
         cache.on_change("Pod", self._pod_changed)
         # job uid -> pod name -> loop time until which to wait: pods created (not seen yet), deleted (still seen)

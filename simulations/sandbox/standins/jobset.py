@@ -25,11 +25,10 @@ from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 
 from .conditions import is_true, set_condition
-from .keys import controller_uid, object_key, reconciled, split_key, standin_queue
+from .keys import BATCH_SECONDS, BatchingStandin, controller_uid, object_key, reconciled, split_key
 
 log = logging.getLogger(__name__)
 
-BATCH_SECONDS = 0.1
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
@@ -66,7 +65,7 @@ def _replicas(rjob: dict[str, Any]) -> int:
     return int(rjob.get("replicas", 1))
 
 
-class JobSetController:
+class JobSetController(BatchingStandin):
     """A ``scheduler.controllers`` reconciler of JobSet keys; ``queue`` is the one its controller works."""
 
     name = "jobset-standin"
@@ -74,12 +73,7 @@ class JobSetController:
     def __init__(
         self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
     ) -> None:
-        self.workers = workers
-        self.queue = standin_queue(self.name)
-        # changes of children are gathered this long into one sync, as the real controllers batch pod updates
-        self.batch_seconds = batch_seconds
-        self.client = client
-        self.cache = cache
+        super().__init__(client, cache, workers=workers, batch_seconds=batch_seconds)
         cache.on_change("JobSet", self._jobset_changed)
         cache.on_change("Job", self._job_changed)
         self.jobs_created = 0

@@ -13,14 +13,42 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.manager import object_key
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workqueue import WorkQueue
-from scheduler.kube import KubeApiError
+from scheduler.kube import KubeApiError, KubeClient
 
 CONFLICT_RETRY_SECONDS = 0.05
+BATCH_SECONDS = 0.1
 
-__all__ = ["CONFLICT_RETRY_SECONDS", "controller_uid", "object_key", "reconciled", "split_key", "standin_queue"]
+__all__ = [
+    "BATCH_SECONDS",
+    "CONFLICT_RETRY_SECONDS",
+    "BatchingStandin",
+    "controller_uid",
+    "object_key",
+    "reconciled",
+    "split_key",
+    "standin_queue",
+]
+
+
+class BatchingStandin:
+    """What the workload stand-ins (Job, JobSet) share: a client, the cache, their own queue, and
+    a batch window over their children's changes."""
+
+    name = "standin"
+
+    def __init__(
+        self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
+    ) -> None:
+        self.workers = workers
+        self.queue = standin_queue(self.name)
+        # changes of children are gathered this long into one sync, as the real controllers batch pod updates
+        self.batch_seconds = batch_seconds
+        self.client = client
+        self.cache = cache
 
 
 def standin_queue(name: str) -> WorkQueue:
