@@ -60,6 +60,12 @@ def object_key(document: dict[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
+def _settled_check(controller: Controller) -> Callable[[str], bool] | None:
+    """The reconciler's ``settled`` when it has one (``KnowsSettledKeys``)."""
+    reconciler = controller.reconciler
+    return reconciler.settled if isinstance(reconciler, KnowsSettledKeys) else None
+
+
 def own_key(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
     """The mapper for a controller that reconciles the changed object itself."""
     document = new if new is not None else old
@@ -112,8 +118,7 @@ class ControllerManager:
     def _enqueuer(
         self, controller: Controller, mapper: KeyMapper
     ) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], None]:
-        reconciler = controller.reconciler
-        settled = reconciler.settled if isinstance(reconciler, KnowsSettledKeys) else None
+        settled = _settled_check(controller)
 
         def enqueue(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             for key in mapper(old, new):
@@ -194,8 +199,7 @@ class ControllerManager:
                         keys.update(dict.fromkeys(mapper(None, document)))
                     except Exception:  # as in the cache's handlers: one bad mapper must not stop the others
                         log.exception("%s: mapping a cached %s to keys failed", registration.controller.name, kind)
-            reconciler = registration.controller.reconciler
-            settled = reconciler.settled if isinstance(reconciler, KnowsSettledKeys) else None
+            settled = _settled_check(registration.controller)
             for key in keys:
                 if settled is None or not settled(key):
                     registration.controller.queue.add(key)

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.controllers.conditions import find_condition
+from scheduler.controllers.engine_mirror import workload_key
 from scheduler.controllers.workload_status import pending_patch
 from scheduler.engine.views import waiting_reason
 from scheduler.engine.workloads import WorkloadState
@@ -38,10 +40,8 @@ def reason_skeleton(message: str) -> str:
 
 def quota_reserved_message(document: dict[str, Any]) -> str | None:
     """The message of a Workload's QuotaReserved=False condition, or None."""
-    for condition in (document.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "QuotaReserved" and condition.get("status") == "False":
-            return str(condition.get("message", ""))
-    return None
+    condition = find_condition((document.get("status") or {}).get("conditions"), "QuotaReserved")
+    return str(condition.get("message", "")) if condition is not None and condition.get("status") == "False" else None
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,7 @@ class PendingStatus:
         self._last_plan = None
         for document in workloads:
             if quota_reserved_message(document) is not None:
-                meta = document.get("metadata") or {}
-                self._written[f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"] = now
+                self._written[workload_key(document)] = now
 
     def wrote(self, key: str, now: float) -> None:
         self._written[key] = now

@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler.controllers.conditions import find_condition
+
 SUSPENDED = "Suspended"
 CREATED = "Created"
 COMPLETE = "Complete"
@@ -42,10 +44,6 @@ JOB_STATUS_COUNTS = ("ready", "succeeded", "failed", "active", "suspended")
 
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def find_condition(conditions: Sequence[Mapping[str, Any]] | None, kind: str) -> Mapping[str, Any] | None:
-    return next((c for c in conditions or () if c.get("type") == kind), None)
 
 
 def condition_true(conditions: Sequence[Mapping[str, Any]] | None, kind: str) -> bool:

@@ -36,6 +36,7 @@ from scheduler.controllers.conditions import condition_true, conditions_of, find
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
 from scheduler.controllers.manager import object_key
 from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.trainjob_status import is_finished
 from scheduler.controllers.workload_status import finished_patch
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 from scheduler.trainjob import TRAINJOB_KIND, workload_for_trainjob, workload_name_for_owner
@@ -105,7 +106,7 @@ class TrainJobWorkloads:
         """A finished TrainJob whose Workload already says Finished: nothing left to write."""
         namespace, _, name = key.partition("/")
         document = self.cache.get("TrainJob", name, namespace)
-        if document is None or not (condition_true(document, "Complete") or condition_true(document, "Failed")):
+        if document is None or not is_finished(document.get("status")):
             return False
         workload = self.cache.get("Workload", self._workload_name(document), namespace)
         return workload is not None and condition_true(workload, "Finished")
@@ -134,7 +135,7 @@ class TrainJobWorkloads:
         except ValidationError as error:
             await self._cannot_queue(document, "InvalidTrainJob", f"the TrainJob cannot be read: {error}")
             return ReconcileResult()
-        if condition_true(document, "Complete") or condition_true(document, "Failed"):
+        if is_finished(document.get("status")):
             return ReconcileResult()  # finished before it was ever queued here: nothing to admit
         kind, runtime_name = _runtime_of(document)
         runtime = self.cache.get(kind, runtime_name, namespace if kind == TRAINING_RUNTIME_KIND else None)
@@ -219,13 +220,12 @@ class TrainJobWorkloads:
         if find_condition((trainjob.get("status") or {}).get("conditions"), WORKLOAD_CREATED) is None:
             return
         conditions = [c for c in conditions_of(trainjob) if c.get("type") != WORKLOAD_CREATED]
-        await self._write_conditions(trainjob, conditions, conditional=False)
+        await self._write_conditions(trainjob, conditions)
 
-    async def _write_conditions(
-        self, trainjob: dict[str, Any], conditions: list[dict[str, Any]], *, conditional: bool = True
-    ) -> None:
-        """Write the TrainJob's conditions; a 409 propagates, so the key is retried from a fresh read
-        (a conflict need not come with a newer object to wake this reconciler)."""
+    async def _write_conditions(self, trainjob: dict[str, Any], conditions: list[dict[str, Any]]) -> None:
+        """Write the TrainJob's conditions at the revision read (the list replaces the server's, so
+        a stale read must not win); a 409 propagates, so the key is retried from a fresh read (a
+        conflict need not come with a newer object to wake this reconciler)."""
         metadata = trainjob["metadata"]
         await patch_status(
             self.client,
@@ -233,5 +233,5 @@ class TrainJobWorkloads:
             metadata["name"],
             metadata.get("namespace"),
             {"conditions": conditions},
-            resource_version=str(metadata.get("resourceVersion")) if conditional else None,
+            resource_version=str(metadata.get("resourceVersion")),
         )
