@@ -7,7 +7,9 @@ objects and Nodes are applied, deleted objects removed, new Workloads submitted,
 forgotten; a Workload whose cached status disagrees with the engine (an admission the engine
 does not know of, or one it holds that the server no longer shows) is submitted again as the
 server has it — the server is the truth. Our own writes echo back through the informer; while a
-write is in flight or its revision not yet seen, those echoes are not taken as disagreement.
+write is in flight or its revision not yet seen, those echoes are not taken as disagreement, and
+``freshest`` answers with what the write returned rather than the older cached copy (the cache
+may lag by seconds when a watch is cut: a decision taken on it would undo our own admission).
 
 A finished Workload is forgotten by the engine (its quota released, its record dropped), as a
 long simulation forgets each job as it completes: the engine holds only live workloads, and a
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -50,6 +53,13 @@ def _revision(value: Any) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class _OwnWrite:
+    revision: int | None
+    when: float
+    document: dict[str, Any]  # the server's answer to the write
+
+
 class EngineMirror:
     def __init__(
         self,
@@ -66,7 +76,7 @@ class EngineMirror:
         self.engine = AdmissionEngine(self.config)
         self.live = False  # handlers feed the engine only after the first rebuild
         self.writing: set[str] = set()  # workload keys with a status write in flight
-        self._expected: dict[str, tuple[str, float]] = {}  # key -> (revision we wrote, when)
+        self._expected: dict[str, _OwnWrite] = {}  # our writes whose revision the cache has not shown yet
         for kind in ENGINE_KINDS:
             cache.on_change(kind, self._handler(kind))
 
@@ -159,12 +169,27 @@ class EngineMirror:
         expected = self._expected.get(key)
         if expected is None:
             return True
-        seen = _revision((document.get("metadata") or {}).get("resourceVersion"))
-        wrote = _revision(expected[0])
-        if (seen is not None and wrote is not None and seen >= wrote) or now - expected[1] > EXPECTATION_TTL:
+        if self._caught_up(document, expected) or now - expected.when > EXPECTATION_TTL:
             del self._expected[key]
             return True
         return False
+
+    @staticmethod
+    def _caught_up(document: dict[str, Any], expected: _OwnWrite) -> bool:
+        seen = _revision((document.get("metadata") or {}).get("resourceVersion"))
+        return seen is not None and expected.revision is not None and seen >= expected.revision
+
+    def freshest(self, key: str) -> dict[str, Any] | None:
+        """The newest Workload ``key`` we know: the cached copy, or our own write's answer while
+        the cache has not caught up with it (None when the cache has no such Workload)."""
+        namespace, _, name = key.partition("/")
+        document = self.cache.get("Workload", name, namespace)
+        expected = self._expected.get(key)
+        if document is None or expected is None or self._caught_up(document, expected):
+            return document
+        if self.clock() - expected.when > EXPECTATION_TTL:
+            return document
+        return expected.document
 
     # ------------------------------------------------------------------ resync
 
@@ -210,18 +235,18 @@ class EngineMirror:
         """Our write to ``key`` succeeded with this answer: wait for the informer to show it."""
         version = (written.get("metadata") or {}).get("resourceVersion")
         if version is not None:
-            self._expected[key] = (str(version), self.clock())
+            self._expected[key] = _OwnWrite(_revision(version), self.clock(), written)
 
     def resubmit(self, key: str) -> None:
         """Forget what the engine decided for ``key`` and take the Workload as the cache has it.
 
         The way back from a failed write: quota the engine reserved for a decision that did not
-        land is released; an admission that did land is restored.
+        land is released; an admission that did land is restored. "As the cache has it" means
+        ``freshest``: an admission we wrote a moment ago counts even before its echo arrives.
         """
         now = self.clock()
         self.engine.forget(key, now)
-        namespace, _, name = key.partition("/")
-        document = self.cache.get("Workload", name, namespace)
+        document = self.freshest(key)
         if document is not None:
             self._submit(document, now)
 

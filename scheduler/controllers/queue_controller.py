@@ -284,8 +284,8 @@ class QueueController:
     # ------------------------------------------------------------------ writing
 
     def _cached(self, key: str) -> dict[str, Any] | None:
-        namespace, _, name = key.partition("/")
-        return self.cache.get("Workload", name, namespace)
+        # not the cache alone: right after our own write it may still show the revision before it
+        return self.mirror.freshest(key)
 
     async def _patch(self, key: str, document: dict[str, Any], status: dict[str, Any]) -> bool:
         """Merge-patch the Workload's status at the revision read; False on any failure."""

@@ -134,3 +134,23 @@ def test_a_deleted_workload_the_engine_missed_is_forgotten_and_finished_ones_are
     _, rebuilt = mirror_with(workload(3, admitted=True, finished=True))
     assert KEY not in rebuilt.engine.workloads  # a finished Workload holds nothing
     assert rebuilt.resync() == []
+
+
+def test_a_failed_write_never_undoes_our_own_admission_the_cache_has_not_shown_yet() -> None:
+    """The chaos bench's one quota violation: a cycle admitted the Workload, the watch that would
+    echo it was cut, and the next cycle's eviction of it found the cache still pending. Taking
+    that stale view freed quota the server still counted, and the preemptor was admitted over it."""
+    cache, mirror = mirror_with(workload(1))
+    admitted = workload(2, admitted=True)
+    mirror.wrote(KEY, admitted)  # the server's answer; its echo has not arrived
+    assert mirror.freshest(KEY) == admitted
+
+    mirror.resubmit(KEY)  # e.g. after a refused eviction write
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED  # the quota stays held
+
+    cache.apply(copy.deepcopy(admitted))  # the echo arrives: the cache is the truth again
+    assert mirror.freshest(KEY) == cache.get("Workload", "job", NS)
+    mirror.live = False
+    cache.apply(workload(3))  # a later change by someone else (say, an eviction by another writer)
+    mirror.live = True
+    assert mirror.freshest(KEY) == workload(3)  # newer than our write: the cache wins

@@ -134,6 +134,7 @@ class Audit:
     double_admitted: set[str] = field(default_factory=set)
     last_state: dict[str, str] = field(default_factory=dict)  # workload -> its last conditions, for a lost job's story
     quota_violations: int = 0
+    violation_examples: list[str] = field(default_factory=list)  # the first few, each with who held what
     admissions: int = 0
 
     def observe(self, event: StoredEvent) -> None:
@@ -179,6 +180,17 @@ class Audit:
         )
         if any(used > self.limit_milli for used in self.usage.values()) or sum(self.usage.values()) > self.cohort_milli:
             self.quota_violations += 1
+            if len(self.violation_examples) < 3:
+                self.violation_examples.append(self._violation_story(name))
+
+    def _violation_story(self, name: str) -> str:
+        """The write that crossed a limit, the usage per queue after it, and every holder's last state."""
+        usage = ", ".join(f"{queue}={milli}m" for queue, milli in sorted(self.usage.items()))
+        holders = "; ".join(
+            f"{holder} {queue} {milli}m [{self.last_state.get(holder, '')}]"
+            for holder, (queue, milli) in sorted(self.holding.items())
+        )
+        return f"quota crossed by {name} ({self.last_state.get(name, '')}): usage {usage}; holders: {holders}"
 
 
 class JobSetFinisher:
@@ -351,7 +363,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "admissions": audit.admissions,
         "resync_healed": killer.healed + replica.service.queue.queue.healed,
         "wall_seconds": round(time.perf_counter() - started, 2),
-        "examples": sorted(audit.double_admitted)[:5] + lost[:20],
+        "examples": sorted(audit.double_admitted)[:5] + audit.violation_examples + lost[:20],
         "final_replica": final_state,
     }
 
