@@ -42,6 +42,7 @@ __all__ = [
     "validate_runtime",
     "validate_trainjob",
     "validate_trainjob_fields",
+    "validate_trainjob_name",
     "validate_trainjob_update",
 ]
 
@@ -114,10 +115,12 @@ def check_trainjob(
 def validate_trainjob_fields(trainjob: TrainJob) -> list[FieldError]:
     """The rules a TrainJob meets on its own, before any runtime is looked up: the CRD's schema
     bounds and CEL rules on the object (what the API server refuses on read)."""
-    return _validate_metadata(trainjob) + _validate_spec(trainjob)
+    return validate_trainjob_name(trainjob) + _validate_spec(trainjob)
 
 
-def _validate_metadata(trainjob: TrainJob) -> list[FieldError]:
+def validate_trainjob_name(trainjob: TrainJob) -> list[FieldError]:
+    """The one TrainJob rule that reads its name (every other rule reads its spec, labels and
+    runtime): callers that remember verdicts per job shape run it per job."""
     name = trainjob.metadata.name
     if not name:
         return [FieldError("metadata.name", "must be set: a lower-case DNS label such as my-job")]

@@ -74,8 +74,37 @@ class Verdict:
     @classmethod
     def mutate(cls, original: dict[str, Any], mutated: dict[str, Any], warnings: list[str] | None = None) -> Verdict:
         """Allow with the RFC 6902 patch that turns ``original`` into ``mutated`` (empty: no patch)."""
-        operations: list[dict[str, Any]] = jsonpatch.make_patch(original, mutated).patch
+        operations: list[dict[str, Any]] = jsonpatch.make_patch(*_without_shared(original, mutated)).patch
         return cls(True, warnings=list(warnings or []), patch=operations or None)
+
+
+def _without_shared(original: Any, mutated: Any) -> tuple[Any, Any]:
+    """Both objects less the dict entries they share: the same patch, found without walking them.
+
+    A mutating webhook copies only the dicts on the paths it changes, so whatever it left alone is
+    the very same object in both; jsonpatch would compare (and serialize) all of it. Only object
+    identity and dicts are pruned: lists and values that differ are left for jsonpatch to diff.
+    """
+    if not isinstance(original, dict) or not isinstance(mutated, dict):
+        return original, mutated
+    kept_original: dict[str, Any] = {}
+    kept_mutated: dict[str, Any] = {}
+    for key, before in original.items():
+        if key not in mutated:
+            kept_original[key] = before
+            continue
+        after = mutated[key]
+        if before is after:
+            continue
+        if isinstance(before, dict) and isinstance(after, dict):
+            before, after = _without_shared(before, after)
+            if not before and not after:
+                continue
+        kept_original[key], kept_mutated[key] = before, after
+    for key, after in mutated.items():
+        if key not in original:
+            kept_mutated[key] = after
+    return kept_original, kept_mutated
 
 
 def _text(value: Any, path: str, uid: str | None, *, required: bool = True) -> str | None:

@@ -373,3 +373,23 @@ async def test_a_remembered_fit_verdict_is_dropped_when_the_queues_change(webhoo
     second = await webhook.admit("/validate/trainjobs", review(gpu_job(3, 4)))
     assert second["allowed"] is False
     assert "can never be admitted" in second["status"]["message"]
+
+
+async def test_jobs_of_one_shape_share_a_verdict_but_each_name_is_checked(webhook: Webhook, cache: Any) -> None:
+    # Verdicts are remembered per job shape (namespace, spec, labels, runtime), never per name:
+    # another job of the same shape gets the same answer, and its own name is still judged.
+    for name in ("sweep-1", "sweep-2"):
+        response = await webhook.admit("/validate/trainjobs", review(gpu_job(5, 4, name=name)))
+        assert response["allowed"] is False
+        assert response["status"]["message"].startswith(f'TrainJob "team-a/{name}" can never be admitted:')
+    remembered = cache.derived("fit-verdicts", dict)
+    assert len(remembered) == 1  # one shape, judged once
+
+    bad_name = await webhook.admit("/validate/trainjobs", review(gpu_job(2, 4, name="Sweep_3")))
+    assert bad_name["allowed"] is False
+    assert "metadata.name" in bad_name["status"]["message"]
+    assert len(remembered) == 1  # a job with a bad name is judged whole, and not remembered
+
+    other_shape = gpu_job(2, 4, name="sweep-4")
+    assert (await webhook.admit("/validate/trainjobs", review(other_shape)))["allowed"] is True
+    assert len(remembered) == 2

@@ -28,12 +28,12 @@ from runtimes.api.trainer import (
     TrainJob,
 )
 from runtimes.errors import FieldError
-from runtimes.validation import validate_trainjob, validate_trainjob_update
+from runtimes.validation import validate_trainjob_update
 from scheduler.api.checks import check_object
 from scheduler.api.job_validation import validate_job_labels
 from scheduler.api.kueue import DEFAULT_LOCAL_QUEUE_NAME, QUEUE_NAME_LABEL
 from scheduler.api.validation import errors_from_pydantic
-from webhooks.fit import check_fit
+from webhooks.fit import check_fit, check_rules
 from webhooks.handlers import describe_errors, reviews_objects, subject_of
 from webhooks.handlers.trainjob_defaults import default_trainjob, default_trainjob_update
 from webhooks.objects import ObjectCache
@@ -130,7 +130,7 @@ def validate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectC
         errors += fit.errors
         never_fits = fit.never_fits
     else:
-        errors += validate_trainjob(trainjob, runtime)
+        errors += check_rules(cache, trainjob, runtime)
     warnings = list(unknown)
     deprecated = runtime is not None and runtime.metadata.labels.get(SUPPORT_LABEL) == "deprecated"
     if runtime is not None and runtime.kind == CLUSTER_TRAINING_RUNTIME_KIND and deprecated:
