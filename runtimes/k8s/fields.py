@@ -93,10 +93,35 @@ def _suggest(name: str, known: frozenset[str]) -> str | None:
     return lowered.get(name.lower())
 
 
+_MODEL_TYPES: dict[type, bool] = {}
+
+
+def _is_model(cls: type) -> bool:
+    # isinstance against a pydantic model class goes through ABCMeta's check; this walk asks it of
+    # every value of every reviewed object, so the answer is kept per type
+    answer = _MODEL_TYPES.get(cls)
+    if answer is None:
+        answer = _MODEL_TYPES[cls] = issubclass(cls, KubeModel)
+    return answer
+
+
+def _walks_into(value: Any) -> bool:
+    cls = type(value)
+    return cls is list or cls is dict or _is_model(cls)
+
+
 def _walk(value: Any, path: FieldPath, found: list[UnknownField]) -> None:
-    if isinstance(value, KubeModel):
-        model = type(value)
-        known, declared = _known_names(model)
+    cls = type(value)
+    if cls is list:
+        for index, item in enumerate(value):
+            if _walks_into(item):
+                _walk(item, (*path, index), found)
+    elif cls is dict:
+        for key, item in value.items():
+            if _is_model(type(item)):
+                _walk(item, (*path, str(key)), found)
+    elif isinstance(value, KubeModel):  # a model, as _is_model(cls) says; the check tells mypy so
+        known, declared = _known_names(type(value))
         extra = value.__pydantic_extra__
         if extra:
             for key in extra:
@@ -107,16 +132,8 @@ def _walk(value: Any, path: FieldPath, found: list[UnknownField]) -> None:
             if wire is None or wire in _NOT_WALKED:
                 continue
             child = getattr(value, name)
-            if isinstance(child, KubeModel | list | dict):
+            if _walks_into(child):
                 _walk(child, (*path, wire), found)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, KubeModel | list | dict):
-                _walk(item, (*path, index), found)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, KubeModel):
-                _walk(item, (*path, str(key)), found)
 
 
 def unknown_fields(obj: KubeModel) -> list[UnknownField]:
