@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
-import pytest
 from fakeapi.fixtures import FakeApi
 from queue_support import (
     NS,
@@ -22,13 +20,6 @@ from queue_support import (
 
 from runtimes.api.trainer import TrainJob
 from scheduler.trainjob import workload_name
-
-
-@pytest.fixture
-def reader(fake_api: FakeApi) -> Iterator[Reader]:
-    r = Reader(fake_api)
-    yield r
-    r.close()
 
 
 async def test_a_queued_trainjob_gets_its_workload_and_is_admitted(fake_api: FakeApi, reader: Reader) -> None:

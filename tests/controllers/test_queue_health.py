@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from fakeapi.fixtures import FakeApi
 from queue_support import NS, Reader, condition, controller, eventually, is_admitted, kube, seed_queues, trainjob
 
@@ -13,13 +11,6 @@ from scheduler.controllers.constants import MANAGED_LABEL, WORKLOAD_ANNOTATION
 from scheduler.engine import EngineConfig
 from scheduler.engine.config import RequeuingStrategy, WaitForPodsReady
 from scheduler.kube import KubeClient
-
-
-@pytest.fixture
-def reader(fake_api: FakeApi) -> Iterator[Reader]:
-    r = Reader(fake_api)
-    yield r
-    r.close()
 
 
 def pod(name: str, workload: str, *, ready: bool, node: str = "n1") -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -25,13 +25,6 @@ from queue_support import (
 )
 
 from scheduler.kube import Informer, KubeClient
-
-
-@pytest.fixture
-def reader(fake_api: FakeApi) -> Iterator[Reader]:
-    r = Reader(fake_api)
-    yield r
-    r.close()
 
 
 class QuotaAudit:

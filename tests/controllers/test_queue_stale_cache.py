@@ -11,10 +11,8 @@ the old code it never converges: every write went out at the stale revision and 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from fakeapi.fixtures import FakeApi
 from queue_support import (
     KUEUE,
@@ -32,13 +30,6 @@ from queue_support import (
 from simulations.sandbox.apiserver.records import StoredEvent
 
 QUOTA = 2
-
-
-@pytest.fixture
-def reader(fake_api: FakeApi) -> Iterator[Reader]:
-    r = Reader(fake_api)
-    yield r
-    r.close()
 
 
 class CommittedUsage:
