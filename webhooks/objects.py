@@ -4,7 +4,15 @@ Handlers never fetch anything: they read runtimes, queues, flavors, topologies, 
 classes, namespaces and nodes from this cache. Whoever runs the server feeds it through the
 small ``ObjectSink`` protocol (``runtimes.k8s.sink``, alias ``ObjectFeed``) — a directory of YAML (``--objects DIR``) today, the Kubernetes
 adapter's watches in the service. Every change bumps ``version`` so derived data (validated
-runtimes, the admission engine used for the "can ever fit" rule) is rebuilt only when needed.
+runtimes, the admission engine used for the "can ever fit" rule, remembered verdicts) is rebuilt
+only when needed.
+
+Only a change of what a handler reads counts. On a live cluster most updates are not: Kueue
+rewrites a ClusterQueue's and a LocalQueue's status at every admission, and kubelets refresh
+their Nodes' conditions. Such an update (status of a queue object or runtime; of a Node, anything
+but its allocatable, capacity and conditions' status; resourceVersion, managedFields, timestamps)
+leaves the version alone, or the engine would be rebuilt and every verdict forgotten several times
+a second on a busy cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from runtimes.api.trainer import ClusterTrainingRuntime, TrainingRuntime
+from runtimes.k8s import wire
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
 from runtimes.k8s.sink import ObjectSink
@@ -67,6 +76,8 @@ class ObjectCache:
     version: int = 0
     loaded: bool = False
     _derived: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)
+    # (kind, namespace, name) -> what handlers read of the object as last applied
+    _read_views: dict[tuple[str, str | None, str], bytes] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------------------ the feed
 
@@ -78,8 +89,10 @@ class ObjectCache:
             raise ObjectFeedError(f"{kind} without metadata.name; every cached object needs a name")
         if kind == "Namespace":
             labels = metadata.get("labels") or {}
-            self.namespaces[name] = {str(k): str(v) for k, v in labels.items()}
-            self.version += 1
+            namespace_labels = {str(k): str(v) for k, v in labels.items()}
+            if self.namespaces.get(name) != namespace_labels:
+                self.namespaces[name] = namespace_labels
+                self.version += 1
             return
         model_kind = kind if isinstance(kind, str) else ""
         model = CACHED_KINDS.get(model_kind)
@@ -88,6 +101,10 @@ class ObjectCache:
                 f"{kind!r} {name!r} is not a kind the webhook caches; expected one of "
                 f"{', '.join([*CACHED_KINDS, 'Namespace'])}"
             )
+        view_key = (model_kind, metadata.get("namespace") if model_kind in NAMESPACED_KINDS else None, name)
+        view = read_view(model_kind, document)
+        if view is not None and self._read_views.get(view_key) == view:
+            return  # nothing a handler reads changed (a status update, a heartbeat)
         try:
             obj = model.model_validate(document)
         except ValidationError as error:
@@ -98,6 +115,10 @@ class ObjectCache:
         if kind in NAMESPACED_KINDS and not obj.namespace:
             raise ObjectFeedError(f"{kind} {name!r} needs metadata.namespace")
         self.objects[model_kind][obj.key] = obj
+        if view is None:
+            self._read_views.pop(view_key, None)
+        else:
+            self._read_views[view_key] = view
         self.version += 1
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
@@ -106,6 +127,7 @@ class ObjectCache:
         else:
             key = f"{namespace}/{name}" if kind in NAMESPACED_KINDS else name
             self.objects.get(kind, {}).pop(key, None)
+            self._read_views.pop((kind, namespace if kind in NAMESPACED_KINDS else None, name), None)
         self.version += 1
 
     def mark_loaded(self) -> None:
@@ -144,6 +166,33 @@ class ObjectCache:
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         # An unknown namespace carries only the label Kubernetes always sets.
         return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
+
+
+# metadata a handler may read; the rest (resourceVersion, managedFields, timestamps) changes on every write
+_READ_METADATA = ("name", "namespace", "labels", "annotations", "uid", "generateName")
+
+
+def read_view(kind: str, document: dict[str, Any]) -> bytes | None:
+    """What the handlers and the engine read of a cached object, canonically encoded (None when it
+    cannot be encoded, as a YAML date in a spec: then every apply counts as a change)."""
+    metadata = document.get("metadata") or {}
+    read_metadata = {key: metadata.get(key) for key in _READ_METADATA if key in metadata}
+    if kind == "Node":
+        status = document.get("status") or {}
+        conditions = status.get("conditions") or []
+        view: Any = [
+            read_metadata,
+            document.get("spec"),
+            status.get("allocatable"),
+            status.get("capacity"),
+            sorted((str(c.get("type")), str(c.get("status"))) for c in conditions if isinstance(c, dict)),
+        ]
+    else:  # queue objects and runtimes: their spec (and a priority class's top-level value), never status
+        view = [read_metadata, {key: value for key, value in document.items() if key not in ("metadata", "status")}]
+    try:
+        return wire.dumps(view, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
 
 
 def iter_documents(directory: Path) -> Iterator[tuple[Path, int, dict[str, Any]]]:
