@@ -143,6 +143,7 @@ class EngineMirror:
         if new is None:
             if old is not None:
                 self.engine.forget(workload_key(old), now)
+                self._expected.pop(workload_key(old), None)  # no echo will come for a deleted Workload
             return
         key = workload_key(new)
         info = self.engine.workloads.get(key)
