@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scheduler.kube import Informer, KubeApiError, KubeClient, close_api_client, load_api_client, with_retries
+from scheduler.kube import (
+    Informer,
+    KubeClient,
+    close_api_client,
+    create_unless_exists,
+    load_api_client,
+)
 from simulations.kwok_export import (
     exported_jobs,
     namespace_documents,
@@ -161,15 +167,6 @@ class _WorkloadFeed:
         """Nothing waits for the first list."""
 
 
-async def _create(kube: KubeClient, document: dict[str, Any]) -> None:
-    """Create an object, leaving one that already exists as it is (a rerun on the same cluster)."""
-    try:
-        await with_retries(lambda: kube.create(document))
-    except KubeApiError as error:
-        if error.status != 409:
-            raise
-
-
 def _scenario_documents(built: BuiltScenario, jobs: list[JobSpec]) -> list[dict[str, Any]]:
     """Namespaces, Stages, Nodes, the runtime and the Kueue objects, in the order they must exist."""
     documents = [*namespace_documents(built, jobs), *stage_documents(built)]
@@ -191,7 +188,7 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
     try:
         kube = KubeClient(api_client)
         for document in _scenario_documents(built, jobs):
-            await _create(kube, document)
+            await create_unless_exists(kube, document)  # a rerun on the same cluster keeps what exists
 
         async def submit() -> None:
             for job in jobs:
@@ -200,7 +197,7 @@ async def _run(built: BuiltScenario, kubeconfig: Path, seed: int, timeout: float
                     await asyncio.sleep(delay)
                 key = f"{job.team}/{job.name}"
                 collector.submitted(key, queue_of.get(job.team, job.team), collector.since_origin(time.time()))
-                await _create(kube, trainjob_document(job))
+                await create_unless_exists(kube, trainjob_document(job))
 
         done = asyncio.Event()
         informer = Informer(kube, "Workload", _WorkloadFeed(collector, done))

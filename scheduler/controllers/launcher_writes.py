@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from scheduler.controllers.manager import object_key
-from scheduler.kube import KubeApiError, KubeClient, with_retries
+from scheduler.kube import KubeApiError, KubeClient, create_unless_exists, with_retries
 
 
 def resource_version(document: dict[str, Any] | None) -> str:
@@ -52,13 +52,7 @@ class LauncherWrites:
     async def create(self, document: dict[str, Any]) -> bool:
         """Create; an object of that name already there (409 AlreadyExists) counts as done. True if created."""
         self.counts[f"create {document['kind']}"] += 1
-        try:
-            await with_retries(lambda: self.client.create(document), what=f"create {document['kind']}")
-        except KubeApiError as error:
-            if error.status == 409:
-                return False
-            raise
-        return True
+        return await create_unless_exists(self.client, document)
 
     async def replace(self, kind: str, document: dict[str, Any]) -> dict[str, Any] | None:
         """PUT with the resourceVersion the document carries; None on 409 (the cache was behind)."""

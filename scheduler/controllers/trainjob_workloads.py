@@ -38,7 +38,7 @@ from scheduler.controllers.manager import object_key
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.trainjob_status import is_finished
 from scheduler.controllers.workload_status import finished_patch
-from scheduler.kube import KubeApiError, KubeClient, patch_status
+from scheduler.kube import KubeClient, create_unless_exists, patch_status
 from scheduler.trainjob import TRAINJOB_KIND, workload_for_trainjob, workload_name_for_owner
 
 log = logging.getLogger(__name__)
@@ -156,11 +156,8 @@ class TrainJobWorkloads:
         except (RenderError, ValueError) as error:
             await self._cannot_queue(document, "RenderFailed", f"the TrainJob cannot be rendered: {error}")
             return ReconcileResult()
-        try:
-            await self.client.create(workload.to_dict())
-        except KubeApiError as error:
-            if error.status != 409:
-                raise
+        # one attempt: a transient failure backs the key off in the work queue
+        if not await create_unless_exists(self.client, workload.to_dict(), attempts=1):
             return ReconcileResult()  # it exists: the cache is behind
         self.created += 1
         await self._clear_failure(document)

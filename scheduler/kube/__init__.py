@@ -16,6 +16,7 @@ from scheduler.kube.kinds import KINDS, KubeKind, kind_named
 from scheduler.kube.leader import LeaderElector, LeaseSettings
 from scheduler.kube.writes import (
     ConflictRetriesExhausted,
+    create_unless_exists,
     patch_status,
     update_status_with_retry,
     update_with_retry,
@@ -43,6 +44,7 @@ __all__ = [
     "WatchExpired",
     "WatchInactive",
     "close_api_client",
+    "create_unless_exists",
     "kind_named",
     "load_api_client",
     "patch_status",

@@ -1,5 +1,6 @@
 """Writes that survive a busy cluster: optimistic concurrency with resourceVersion, and retries.
 
+``create_unless_exists`` creates an object whose name is deterministic, a repeat being a no-op.
 ``update_with_retry`` reads the object, lets the caller change a copy, and PUTs it with the
 resourceVersion it read; a 409 (someone wrote in between) starts over from a fresh read, so a
 change is never applied to a stale object. Transient answers (429, 5xx) and dropped
@@ -52,6 +53,24 @@ async def with_retries(
             log.info("%s: %s; retry %d/%d in %.2fs", what, error, attempt, attempts - 1, delay)
         await asyncio.sleep(delay)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def create_unless_exists(
+    client: KubeClient, document: dict[str, Any], *, attempts: int = 5, what: str | None = None
+) -> bool:
+    """Create ``document``; True if this call created it, False if an object of its name was
+    already there (409 AlreadyExists). Objects with deterministic names are created this way, so a
+    repeated create is a no-op: a reconciler whose cache is behind, a rerun, or a retry whose first
+    attempt landed but whose answer was lost."""
+    try:
+        await with_retries(
+            lambda: client.create(document), attempts=attempts, what=what or f"create {document.get('kind')}"
+        )
+    except KubeApiError as error:
+        if error.status == 409:
+            return False
+        raise
+    return True
 
 
 async def _read_modify_write(

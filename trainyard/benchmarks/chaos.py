@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import random
 import sys
 import time
@@ -270,7 +269,7 @@ async def submit(
 ) -> list[str]:
     """Create ``args.jobs`` TrainJobs at ``args.rate`` per second (each create retried through
     faults); ``names`` grows as they are created."""
-    from scheduler.kube import KubeApiError, with_retries
+    from scheduler.kube import create_unless_exists
 
     for index in range(args.jobs):
         delay = started + index / args.rate - time.perf_counter()
@@ -278,13 +277,8 @@ async def submit(
             await asyncio.sleep(delay)
         document = chaos_trainjob(index, rng)
         names.append(document["metadata"]["name"])
-        try:
-            await with_retries(functools.partial(client.create, document), attempts=20, what="create TrainJob")
-        except KubeApiError as error:
-            # An attempt whose answer was lost (a timeout on a starved machine) may have created it:
-            # the retry then meets the TrainJob itself, which is what the run wanted.
-            if error.status != 409:
-                raise
+        # an attempt whose answer was lost (a timeout on a starved machine) may have created it
+        await create_unless_exists(client, document, attempts=20, what="create TrainJob")
     return names
 
 

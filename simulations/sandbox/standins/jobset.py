@@ -22,7 +22,7 @@ from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.runtime import ReconcileResult
-from scheduler.kube import KubeApiError, KubeClient, patch_status
+from scheduler.kube import KubeApiError, KubeClient, create_unless_exists, patch_status
 
 from .conditions import is_true, set_condition
 from .keys import BATCH_SECONDS, BatchingStandin, controller_uid, object_key, reconciled, split_key
@@ -191,12 +191,9 @@ class JobSetController(BatchingStandin):
                 name = f"{jobset['metadata']['name']}-{rjob['name']}-{index}"
                 if name not in existing:
                     body = self._job(jobset, rjob, index, global_index, restarts, suspended)
-                    try:
-                        await self.client.create(body)
+                    # AlreadyExists: the cache is behind; the Job is there
+                    if await create_unless_exists(self.client, body, attempts=1):
                         self.jobs_created += 1
-                    except KubeApiError as error:
-                        if error.status != 409:  # AlreadyExists: the cache is behind; the Job is there
-                            raise
                 global_index += 1
 
     def _job(
