@@ -101,7 +101,7 @@ class ObjectCache:
                 f"{kind!r} {name!r} is not a kind the webhook caches; expected one of "
                 f"{', '.join([*CACHED_KINDS, 'Namespace'])}"
             )
-        view_key = (model_kind, metadata.get("namespace") if model_kind in NAMESPACED_KINDS else None, name)
+        view_key = _view_key(model_kind, metadata.get("namespace"), name)
         view = read_view(model_kind, document)
         if view is not None and self._read_views.get(view_key) == view:
             return  # nothing a handler reads changed (a status update, a heartbeat)
@@ -127,7 +127,7 @@ class ObjectCache:
         else:
             key = f"{namespace}/{name}" if kind in NAMESPACED_KINDS else name
             self.objects.get(kind, {}).pop(key, None)
-            self._read_views.pop((kind, namespace if kind in NAMESPACED_KINDS else None, name), None)
+            self._read_views.pop(_view_key(kind, namespace, name), None)
         self.version += 1
 
     def mark_loaded(self) -> None:
@@ -170,6 +170,10 @@ class ObjectCache:
 
 # metadata a handler may read; the rest (resourceVersion, managedFields, timestamps) changes on every write
 _READ_METADATA = ("name", "namespace", "labels", "annotations", "uid", "generateName")
+
+
+def _view_key(kind: str, namespace: str | None, name: str) -> tuple[str, str | None, str]:
+    return kind, namespace if kind in NAMESPACED_KINDS else None, name
 
 
 def read_view(kind: str, document: dict[str, Any]) -> bytes | None:

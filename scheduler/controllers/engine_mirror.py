@@ -60,6 +60,14 @@ class _OwnWrite:
     document: dict[str, Any]  # the server's answer to the write
 
 
+def _ahead_of(cached: dict[str, Any], write: _OwnWrite, now: float) -> bool:
+    """Whether our ``write`` is newer than the ``cached`` copy (and still awaited: an echo not seen
+    within ``EXPECTATION_TTL`` is given up on, and the cache taken as the truth again)."""
+    seen = _revision((cached.get("metadata") or {}).get("resourceVersion"))
+    caught_up = seen is not None and write.revision is not None and seen >= write.revision
+    return not caught_up and now - write.when <= EXPECTATION_TTL
+
+
 class EngineMirror:
     def __init__(
         self,
@@ -170,15 +178,10 @@ class EngineMirror:
         expected = self._expected.get(key)
         if expected is None:
             return True
-        if self._caught_up(document, expected) or now - expected.when > EXPECTATION_TTL:
-            del self._expected[key]
-            return True
-        return False
-
-    @staticmethod
-    def _caught_up(document: dict[str, Any], expected: _OwnWrite) -> bool:
-        seen = _revision((document.get("metadata") or {}).get("resourceVersion"))
-        return seen is not None and expected.revision is not None and seen >= expected.revision
+        if _ahead_of(document, expected, now):
+            return False
+        del self._expected[key]
+        return True
 
     def freshest(self, key: str) -> dict[str, Any] | None:
         """The newest Workload ``key`` we know: the cached copy, or our own write's answer while
@@ -186,11 +189,9 @@ class EngineMirror:
         namespace, _, name = key.partition("/")
         document = self.cache.get("Workload", name, namespace)
         expected = self._expected.get(key)
-        if document is None or expected is None or self._caught_up(document, expected):
-            return document
-        if self.clock() - expected.when > EXPECTATION_TTL:
-            return document
-        return expected.document
+        if document is not None and expected is not None and _ahead_of(document, expected, self.clock()):
+            return expected.document
+        return document
 
     # ------------------------------------------------------------------ resync
 
