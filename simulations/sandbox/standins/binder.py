@@ -28,7 +28,7 @@ from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 
 from .conditions import now_text, set_condition
-from .keys import object_key, reconciled, split_key, standin_queue
+from .keys import Standin, object_key, reconciled, split_key
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +67,14 @@ def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
     return all(r.matches(labels) for r in term.match_expressions) and all(r.matches(fields) for r in term.match_fields)
 
 
-class Binder:
+class Binder(Standin):
     """A ``scheduler.controllers`` reconciler of pod keys; ``queue`` is the one its controller works."""
 
     name = "binder-standin"
 
     def __init__(self, client: KubeClient, cache: ClusterCache, *, workers: int = 1) -> None:
         # one worker: binding decisions read and update the same usage, so they go one at a time
-        self.workers = workers
-        self.queue = standin_queue(self.name)
-        self.client = client
-        self.cache = cache
+        super().__init__(client, cache, workers=workers)
         self.nodes: dict[str, Node] = {}
         self.usage: dict[str, Usage] = {}  # node -> requests of the pods on it, as the cache shows them
         self.assumed: dict[str, tuple[str, Usage]] = {}  # bound by this binder, not yet seen bound

@@ -26,6 +26,7 @@ __all__ = [
     "BATCH_SECONDS",
     "CONFLICT_RETRY_SECONDS",
     "BatchingStandin",
+    "Standin",
     "controller_uid",
     "object_key",
     "reconciled",
@@ -34,21 +35,27 @@ __all__ = [
 ]
 
 
-class BatchingStandin:
-    """What the workload stand-ins (Job, JobSet) share: a client, the cache, their own queue, and
-    a batch window over their children's changes."""
+class Standin:
+    """What every stand-in controller has: a client, the cache, and its own work queue."""
 
     name = "standin"
+
+    def __init__(self, client: KubeClient, cache: ClusterCache, *, workers: int = 4) -> None:
+        self.workers = workers
+        self.queue = standin_queue(self.name)
+        self.client = client
+        self.cache = cache
+
+
+class BatchingStandin(Standin):
+    """A workload stand-in (Job, JobSet): a stand-in with a batch window over its children's changes."""
 
     def __init__(
         self, client: KubeClient, cache: ClusterCache, *, workers: int = 4, batch_seconds: float = BATCH_SECONDS
     ) -> None:
-        self.workers = workers
-        self.queue = standin_queue(self.name)
+        super().__init__(client, cache, workers=workers)
         # changes of children are gathered this long into one sync, as the real controllers batch pod updates
         self.batch_seconds = batch_seconds
-        self.client = client
-        self.cache = cache
 
 
 def standin_queue(name: str) -> WorkQueue:

@@ -22,7 +22,7 @@ from scheduler.controllers.runtime import ReconcileResult
 from scheduler.kube import KubeClient, patch_status
 
 from .conditions import now_text
-from .keys import object_key, reconciled, split_key, standin_queue
+from .keys import Standin, object_key, reconciled, split_key
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def _container_statuses(pod: dict[str, Any], state: dict[str, Any], ready: bool)
     ]
 
 
-class PodRunner:
+class PodRunner(Standin):
     """A ``scheduler.controllers`` reconciler of pod keys; ``queue`` is the one its controller works."""
 
     name = "pod-runner-standin"
@@ -87,10 +87,7 @@ class PodRunner:
         run_seconds: float = 1.0,
         workers: int = 4,
     ) -> None:
-        self.workers = workers
-        self.queue = standin_queue(self.name)
-        self.client = client
-        self.cache = cache
+        super().__init__(client, cache, workers=workers)
         self.start_seconds = start_seconds
         self.run_seconds = run_seconds
         self.bound_at: dict[str, float] = {}
