@@ -233,11 +233,12 @@ class EngineMirror:
 
     # ------------------------------------------------------------------ writes' bookkeeping
 
-    def wrote(self, key: str, written: dict[str, Any]) -> None:
-        """Our write to ``key`` succeeded with this answer: wait for the informer to show it."""
-        version = (written.get("metadata") or {}).get("resourceVersion")
+    def learned(self, key: str, document: dict[str, Any]) -> None:
+        """The server showed us this revision of ``key`` itself (our write's answer, or a read after
+        a failed write): until the informer shows it too, it is the freshest we know."""
+        version = (document.get("metadata") or {}).get("resourceVersion")
         if version is not None:
-            self._expected[key] = _OwnWrite(_revision(version), self.clock(), written)
+            self._expected[key] = _OwnWrite(_revision(version), self.clock(), document)
 
     def resubmit(self, key: str) -> None:
         """Forget what the engine decided for ``key`` and take the Workload as the cache has it.

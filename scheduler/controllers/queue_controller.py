@@ -42,7 +42,7 @@ from scheduler.engine import EngineConfig
 from scheduler.engine.node_failures import ReplacedPlacement
 from scheduler.engine.results import CycleResult, EvictedWorkload
 from scheduler.engine.workloads import WorkloadState
-from scheduler.kube import KubeApiError, KubeClient, patch_status
+from scheduler.kube import KubeApiError, KubeClient, patch_status, with_retries
 
 log = logging.getLogger(__name__)
 
@@ -290,24 +290,37 @@ class QueueController:
     async def _patch(self, key: str, document: dict[str, Any], status: dict[str, Any]) -> bool:
         """Merge-patch the Workload's status at the revision read; False on any failure."""
         metadata = document.get("metadata") or {}
+        name, namespace = str(metadata.get("name")), metadata.get("namespace")
         self.mirror.writing.add(key)
         try:
             async with self._writes:
                 written = await patch_status(
                     self.client,
                     "Workload",
-                    str(metadata.get("name")),
-                    metadata.get("namespace"),
+                    name,
+                    namespace,
                     status,
                     resource_version=str(metadata.get("resourceVersion")),
                 )
         except WRITE_ERRORS as error:
             log.info("status of Workload %s not written (%s); the next cycle reconciles it again", key, error)
+            await self._read_back(key, name, namespace)
             return False
         finally:
             self.mirror.writing.discard(key)
-        self.mirror.wrote(key, written)
+        self.mirror.learned(key, written)
         return True
+
+    async def _read_back(self, key: str, name: str, namespace: str | None) -> None:
+        """After a failed write, the Workload as the server has it now. An attempt whose answer was
+        lost may have landed (its retry then meets a 409 against itself), and a refusal means the
+        cache is behind: either way the engine must not take the cached copy as the truth, or it
+        would release quota the server still counts."""
+        try:
+            current = await with_retries(lambda: self.client.get("Workload", name, namespace), what=f"get {key}")
+        except WRITE_ERRORS:
+            return  # deleted, or the server is unreachable: the cache and the resync decide later
+        self.mirror.learned(key, current)
 
     async def _event(self, document: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         if self.events is None:

@@ -142,7 +142,7 @@ def test_a_failed_write_never_undoes_our_own_admission_the_cache_has_not_shown_y
     that stale view freed quota the server still counted, and the preemptor was admitted over it."""
     cache, mirror = mirror_with(workload(1))
     admitted = workload(2, admitted=True)
-    mirror.wrote(KEY, admitted)  # the server's answer; its echo has not arrived
+    mirror.learned(KEY, admitted)  # the server's answer; its echo has not arrived
     assert mirror.freshest(KEY) == admitted
 
     mirror.resubmit(KEY)  # e.g. after a refused eviction write
