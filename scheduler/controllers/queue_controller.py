@@ -15,7 +15,7 @@ One reconciler, three kinds of key:
   a cycle if none ran meanwhile, so no wake-up can be lost for good.
 
 Writes keep the API server within quota at every moment: victims' evictions are written before
-any admission, a preemptor is admitted only if every one of its victims' evictions landed, and
+any admission, nothing in a victim's quota tree is admitted unless every such eviction landed, and
 any decision whose write fails is undone in the engine by taking the Workload back as the cache
 has it (``EngineMirror.resubmit``): no leaked quota, no double admission.
 """
@@ -33,7 +33,7 @@ import aiohttp
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.engine_mirror import EngineMirror, workload_key
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
-from scheduler.controllers.health import HealthChecks, node_key_for_change, pods_key_for_change
+from scheduler.controllers.health import NODE_PREFIX, HealthChecks, node_key_for_change, pods_key_for_change
 from scheduler.controllers.metrics import QueueMetrics
 from scheduler.controllers.pending_status import PendingStatus, PendingWrite
 from scheduler.controllers.runtime import ReconcileResult
@@ -88,6 +88,10 @@ class QueueController:
         self.cycles = 0
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
+        # Decisions that release quota in the engine before their writes land (a cycle's, a
+        # failed node's evictions) take turns: another cycle must not hand out quota an eviction
+        # still in flight may yet keep, should that eviction be refused.
+        self._deciding = asyncio.Lock()
 
     @property
     def engine(self) -> Any:
@@ -115,9 +119,13 @@ class QueueController:
 
     async def reconcile(self, key: str) -> ReconcileResult:
         if key == CYCLE_KEY:
-            return await self._cycle()
+            async with self._deciding:
+                return await self._cycle()
         if key == RESYNC_KEY:
             return self._resync()
+        if key.startswith(NODE_PREFIX):
+            async with self._deciding:
+                return await self.health.reconcile(key)
         return await self.health.reconcile(key)
 
     def _resync(self) -> ReconcileResult:
@@ -162,8 +170,16 @@ class QueueController:
     # ------------------------------------------------------------------ decisions
 
     async def _write_decisions(self, result: CycleResult, now: float) -> bool:
-        """Evictions first, then admissions; True if anything failed (another cycle is due)."""
-        failed = False
+        """Evictions first, then admissions; True if anything failed (another cycle is due).
+
+        The engine released each victim's quota when it decided, and the rest of the cycle decided
+        on what that left: the preemptor, and any other ClusterQueue of the cohort that borrowed
+        the remainder. A victim whose eviction did not land still holds its quota on the server, so
+        every admission of this cycle in its quota tree is held back (taken back in the engine, and
+        decided again next cycle), not only its preemptor's.
+        """
+        victims = [p.key for p in result.preempted] + [e.key for e in result.evicted]
+        trees = {key: self._quota_tree(self._cluster_queue_of(key)) for key in victims}
         evictions: list[Awaitable[bool]] = []
         for preempted in result.preempted:
             evictions.append(
@@ -174,13 +190,13 @@ class QueueController:
                 self._evict(evicted.key, evicted.reason, evicted.message, now, requeue_at=evicted.requeue_at)
             )
         outcomes = await asyncio.gather(*evictions)
-        failed_victims = {p.key for p, ok in zip(result.preempted, outcomes, strict=False) if not ok}
         failed = not all(outcomes)
-        blocked = {p.preemptor for p in result.preempted if p.key in failed_victims}
+        still_held = {trees[key] for key, ok in zip(victims, outcomes, strict=True) if not ok}
         admissions = []
         for admitted in result.admitted:
-            if admitted.key in blocked:
-                # its victims still hold their quota on the server: admitting it now would overcommit
+            # a victim whose queue the engine no longer knows (None) could have lent to anyone
+            if None in still_held or self._quota_tree(admitted.cluster_queue) in still_held:
+                # it may stand on quota a victim still holds on the server: admitting it would overcommit
                 self.mirror.resubmit(admitted.key)
                 failed = True
                 continue
@@ -188,6 +204,18 @@ class QueueController:
         if not all(await asyncio.gather(*admissions)):
             failed = True
         return failed
+
+    def _cluster_queue_of(self, key: str) -> str | None:
+        info = self.engine.workloads.get(key)
+        return None if info is None else info.cluster_queue
+
+    def _quota_tree(self, cluster_queue: str | None) -> str | None:
+        """The root of the cohort tree ``cluster_queue`` shares quota in (itself without a cohort)."""
+        info = self.engine.model.cluster_queues.get(cluster_queue) if cluster_queue is not None else None
+        if info is None:
+            return cluster_queue
+        root = info.node.root()
+        return f"cohort {root.name}" if root.is_cohort else f"clusterqueue {root.name}"
 
     async def _evict(
         self,

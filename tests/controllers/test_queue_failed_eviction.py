@@ -1,0 +1,105 @@
+"""A victim whose eviction is refused keeps its quota, and nothing admitted beside it may use it.
+
+Within one cycle the engine releases a victim's quota when it decides the preemption, and the
+rest of the cycle decides on that live quota tree: the preemptor takes what it needs, and another
+ClusterQueue of the cohort may borrow what is left. If the victim's eviction write is then refused,
+the server still counts the victim, so *every* admission of that cycle in the victim's cohort may
+stand on quota that was never freed, not only the preemptor's. The chaos benchmark once counted
+quota violations this way on a loaded machine. This test makes the sequence happen on purpose:
+one low job fills the cohort, then a high-priority job (same ClusterQueue, needs a quarter) and a
+borrowing job (the other ClusterQueue, needs half) arrive in one cycle, and the victim's eviction
+meets a 409.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakeapi.fixtures import FakeApi
+from queue_support import KUEUE, NS, Reader, controller, eventually, is_admitted, kube, runtime_doc, trainjob
+from test_queue_stale_cache import CommittedUsage
+
+COHORT_CPU = 4
+
+
+def cluster_queue(name: str, cpu: int) -> dict[str, Any]:
+    resources = [{"name": "cpu", "nominalQuota": str(cpu)}]
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "cohortName": "all",
+            "preemption": {"withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": resources}]}],
+        },
+    }
+
+
+def local_queue(name: str, cluster_queue_name: str, stop: str) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"clusterQueue": cluster_queue_name, "stopPolicy": stop},
+    }
+
+
+def queued(name: str, queue: str, cpu: int, priority: str) -> dict[str, Any]:
+    document = trainjob(name, cpu=cpu, priority=priority)
+    document["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
+    return document
+
+
+def seed(fake_api: FakeApi) -> None:
+    """cq-a lends its whole quota to cq-b (nominal 0); the big job runs, the other two wait held."""
+    put = fake_api.server.seed
+    put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    put(runtime_doc())
+    put({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
+    put(cluster_queue("cq-a", COHORT_CPU))
+    put(cluster_queue("cq-b", 0))
+    put(local_queue("lq-a", "cq-a", "None"))
+    put(local_queue("lq-high", "cq-a", "Hold"))
+    put(local_queue("lq-b", "cq-b", "Hold"))
+    for name, value in (("low", 10), ("high", 1000)):
+        put({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+    put(queued("big", "lq-a", COHORT_CPU, "low"))
+    put(queued("high", "lq-high", 1, "high"))
+    put(queued("borrower", "lq-b", 2, "low"))
+
+
+async def test_a_refused_eviction_blocks_every_admission_that_used_the_victims_quota(
+    fake_api: FakeApi, reader: Reader
+) -> None:
+    seed(fake_api)
+    usage = CommittedUsage()
+    fake_api.server.store.observers.append(usage.observe)
+    async with kube(fake_api) as client, controller(client) as process:
+        await eventually(lambda: _admitted(reader, "big"), what="the big job's admission")
+        big = await _workload(reader, "big")
+        refused = fake_api.server.faults.fail(
+            "patch", f"/workloads/{big['metadata']['name']}/status", code=409, message="injected conflict"
+        )
+        # both held queues released within one debounce window: one cycle sees both jobs
+        process.built.queue.debounce = 1.0
+        await client.patch("LocalQueue", "lq-high", {"spec": {"stopPolicy": "None"}}, NS)
+        await client.patch("LocalQueue", "lq-b", {"spec": {"stopPolicy": "None"}}, NS)
+        await eventually(lambda: refused.remaining == 0, what="the victim's eviction meeting the 409")
+        process.built.queue.debounce = 0.02
+        await eventually(lambda: _admitted(reader, "high"), what="the preemptor's admission after a retry")
+        await eventually(lambda: _admitted(reader, "borrower"), what="the borrower's admission after a retry")
+        big = await _workload(reader, "big")
+    assert not (big.get("status") or {}).get("admission")  # preempted in the end
+    assert usage.peak <= COHORT_CPU  # the server never counted more than the cohort has
+
+
+async def _workload(reader: Reader, owner: str) -> dict[str, Any]:
+    return next(w for w in await reader.workloads() if w["metadata"]["ownerReferences"][0]["name"] == owner)
+
+
+async def _admitted(reader: Reader, owner: str) -> bool:
+    return any(
+        w["metadata"]["ownerReferences"][0]["name"] == owner and is_admitted(w) for w in await reader.workloads()
+    )
