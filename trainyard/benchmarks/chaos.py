@@ -7,7 +7,8 @@ preemption all allowed). TrainJobs of two priorities arrive at ``--rate`` per se
 - the API server answers a share ``--fault-rate`` of requests with a fault: 409 on writes,
   429 with Retry-After, 500/503, an expired history (410 for every resuming watch: every
   informer lists again; at most every ``--compaction-every`` seconds), or cut watch connections
-  (``simulations.sandbox.apiserver.Faults.random``);
+  (``simulations.sandbox.apiserver.Faults.random``); ``--fault-kinds`` narrows the draw (``conflict``
+  alone at a high rate drives the refused-eviction paths hard);
 - the controller replica is killed (cancelled wherever it is awaiting) and a fresh one, with a
   new cache and a new engine, started after every ``--restart-every`` seconds (jittered ±50%)
   of leading, that is, once its informers have listed the cluster.
@@ -52,6 +53,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1000, help="TrainJobs to submit (default 1,000)")
     parser.add_argument("--rate", type=float, default=100.0, help="TrainJobs submitted per second (default 100)")
     parser.add_argument("--fault-rate", type=float, default=0.03, help="share of requests that meet a fault")
+    parser.add_argument(
+        "--fault-kinds",
+        default="all",
+        help="comma-separated faults to draw from: conflict, expire, throttle, server-error, drop (default all)",
+    )
     parser.add_argument("--restart-every", type=float, default=3.0, help="seconds between controller kills")
     parser.add_argument("--cpu-per-queue", type=int, default=24, help="each ClusterQueue's nominal CPU quota")
     parser.add_argument(
@@ -309,7 +315,9 @@ async def _chaos_then_calm(
 ) -> None:
     """Submit every job with faults and kills going on, a while longer, then calm the server."""
     killing = asyncio.create_task(killer.run())
-    cluster.server.faults.random(args.fault_rate, seed=args.seed, compaction_interval=args.compaction_every)
+    cluster.server.faults.random(
+        args.fault_rate, seed=args.seed, kinds=fault_kinds(args), compaction_interval=args.compaction_every
+    )
     try:
         await submit(cluster.client, args, rng, started, names)
         await asyncio.sleep(min(args.restart_every * 2, 10.0))  # chaos goes on a while after the last arrival
@@ -368,7 +376,23 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def fault_kinds(args: argparse.Namespace) -> tuple[str, ...]:
+    """The faults ``--fault-kinds`` names (every kind for ``all``, or when the option is absent)."""
+    from simulations.sandbox.apiserver.faults import FAULT_KINDS
+
+    chosen = str(getattr(args, "fault_kinds", "all"))
+    return FAULT_KINDS if chosen == "all" else tuple(k.strip() for k in chosen.split(",") if k.strip())
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from simulations.sandbox.apiserver.faults import FAULT_KINDS
+
     if args.jobs < 1 or args.rate <= 0 or not 0 <= args.fault_rate < 1:
         raise SystemExit("--jobs must be at least 1, --rate above 0 and --fault-rate in [0, 1)")
+    unknown = sorted(set(fault_kinds(args)) - set(FAULT_KINDS))
+    if unknown or not fault_kinds(args):
+        raise SystemExit(
+            f"--fault-kinds: unknown {', '.join(unknown) or '(none given)'}; "
+            f"give a comma-separated choice of {', '.join(FAULT_KINDS)}, or all"
+        )
     return asyncio.run(measure(args))
