@@ -4,6 +4,7 @@ nothing twice and never exceed quota (about a minute: the run issue 11 asks to b
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ def chaos_args(**overrides: object) -> argparse.Namespace:
     return argparse.Namespace(**settings)
 
 
-def assert_clean(result: dict[str, object]) -> None:
+def assert_clean(result: dict[str, Any]) -> None:
     assert result["lost"] == 0, result["examples"]
     assert result["double_admitted"] == 0, result["examples"]
     assert result["quota_violations"] == 0, result["examples"]
@@ -38,9 +39,9 @@ async def test_jobs_through_faults_and_restarts_settle_clean() -> None:
     result = await measure(chaos_args())
     assert_clean(result)
     # the run really was chaotic: the controller was killed and the server misbehaved
-    assert isinstance(result["controller_restarts"], int) and result["controller_restarts"] >= 2
-    assert isinstance(result["faults_injected"], int) and result["faults_injected"] >= 20
-    assert isinstance(result["admissions"], int) and result["admissions"] >= 1000
+    assert result["controller_restarts"] >= 2
+    assert result["faults_injected"] >= 20
+    assert result["admissions"] >= 1000
 
 
 @pytest.mark.slow
@@ -51,7 +52,7 @@ async def test_refused_evictions_never_let_a_cycle_overcommit() -> None:
     (``test_queue_failed_eviction`` replays that sequence deterministically)."""
     result = await measure(chaos_args(jobs=400, fault_rate=0.35, fault_kinds="conflict", seed=6))
     assert_clean(result)
-    assert isinstance(result["faults_injected"], int) and result["faults_injected"] >= 300
+    assert result["faults_injected"] >= 300
 
 
 def test_unknown_fault_kinds_are_refused_with_the_choices() -> None:
