@@ -40,7 +40,7 @@ from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workload_status import admitted_patch, evicted_patch
 from scheduler.engine import EngineConfig
 from scheduler.engine.node_failures import ReplacedPlacement
-from scheduler.engine.results import CycleResult, EvictedWorkload
+from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload
 from scheduler.engine.workloads import WorkloadState
 from scheduler.kube import KubeApiError, KubeClient, patch_status, with_retries
 
@@ -173,10 +173,11 @@ class QueueController:
         """Evictions first, then admissions; True if anything failed (another cycle is due).
 
         The engine released each victim's quota when it decided, and the rest of the cycle decided
-        on what that left: the preemptor, and any other ClusterQueue of the cohort that borrowed
-        the remainder. A victim whose eviction did not land still holds its quota on the server, so
-        every admission of this cycle in its quota tree is held back (taken back in the engine, and
-        decided again next cycle), not only its preemptor's.
+        on what that left: the preemptor, any other ClusterQueue of the cohort that borrowed the
+        remainder, and any gang placed on the victim's nodes. A victim whose eviction did not land
+        still holds its quota and its nodes on the server, so every admission of this cycle that
+        could stand on them is held back (taken back in the engine, and decided again next cycle),
+        not only its preemptor's.
         """
         victims = [p.key for p in result.preempted] + [e.key for e in result.evicted]
         trees = {key: self._quota_tree(self._cluster_queue_of(key)) for key in victims}
@@ -194,9 +195,8 @@ class QueueController:
         still_held = {trees[key] for key, ok in zip(victims, outcomes, strict=True) if not ok}
         admissions = []
         for admitted in result.admitted:
-            # a victim whose queue the engine no longer knows (None) could have lent to anyone
-            if None in still_held or self._quota_tree(admitted.cluster_queue) in still_held:
-                # it may stand on quota a victim still holds on the server: admitting it would overcommit
+            if still_held and self._may_stand_on(admitted, still_held):
+                # admitting it now could overcommit what a victim still holds on the server
                 self.mirror.resubmit(admitted.key)
                 failed = True
                 continue
@@ -204,6 +204,15 @@ class QueueController:
         if not all(await asyncio.gather(*admissions)):
             failed = True
         return failed
+
+    def _may_stand_on(self, admitted: AdmittedWorkload, still_held: set[str | None]) -> bool:
+        """Whether ``admitted`` may use quota or nodes that victims in ``still_held`` keep.
+
+        Quota is shared within a cohort tree; a victim whose queue the engine no longer knows
+        (None) could have lent to anyone. Nodes are shared across trees: a gang given a topology
+        placement may have been put where a victim's pods still run.
+        """
+        return None in still_held or self._quota_tree(admitted.cluster_queue) in still_held or bool(admitted.placement)
 
     def _cluster_queue_of(self, key: str) -> str | None:
         info = self.engine.workloads.get(key)

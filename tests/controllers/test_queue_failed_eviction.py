@@ -1,4 +1,4 @@
-"""A victim whose eviction is refused keeps its quota, and nothing admitted beside it may use it.
+"""A victim whose eviction is refused keeps its quota and nodes; nothing admitted beside it may use them.
 
 Within one cycle the engine releases a victim's quota when it decides the preemption, and the
 rest of the cycle decides on that live quota tree: the preemptor takes what it needs, and another
@@ -8,16 +8,21 @@ stand on quota that was never freed, not only the preemptor's. The chaos benchma
 quota violations this way on a loaded machine. This test makes the sequence happen on purpose:
 one low job fills the cohort, then a high-priority job (same ClusterQueue, needs a quarter) and a
 borrowing job (the other ClusterQueue, needs half) arrive in one cycle, and the victim's eviction
-meets a 409.
+meets a 409. Nodes are shared across quota trees, so the same holds for a gang of another tree
+that a topology placement put on the victim's hosts (the second test).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
 from queue_support import KUEUE, NS, Reader, controller, eventually, is_admitted, kube, runtime_doc, trainjob
 from test_queue_stale_cache import CommittedUsage
+
+from scheduler.api.topology_assignment import decode_topology_assignment
+from simulations.sandbox.apiserver.records import StoredEvent
 
 COHORT_CPU = 4
 
@@ -103,3 +108,143 @@ async def _admitted(reader: Reader, owner: str) -> bool:
     return any(
         w["metadata"]["ownerReferences"][0]["name"] == owner and is_admitted(w) for w in await reader.workloads()
     )
+
+
+# ------------------------------------------------------------------ nodes are shared across cohort trees
+
+BLOCK = "network.topology.nvidia.com/block"
+HOSTNAME = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
+HOSTS = ("gpu-0", "gpu-1")
+
+
+def gpu_node(name: str) -> dict[str, Any]:
+    resources = {"cpu": "32", "memory": "256Gi", GPU: "8", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME: name, BLOCK: "block-0", "pool": "gpu"}},
+        "status": {
+            "allocatable": dict(resources),
+            "capacity": dict(resources),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def tas_queue(name: str) -> dict[str, Any]:
+    """A ClusterQueue of its own (no cohort) with ample quota on the one TAS flavor."""
+    quotas = [{"name": "cpu", "nominalQuota": "128"}, {"name": GPU, "nominalQuota": "64"}]
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "preemption": {"withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": [{"name": "tas", "resources": quotas}]}],
+        },
+    }
+
+
+def gang(name: str, queue: str, hosts: int, priority: str) -> dict[str, Any]:
+    """``hosts`` whole 8-GPU hosts, as a Workload (no TrainJob needed for the queue controller)."""
+    return {
+        "apiVersion": KUEUE,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "queueName": queue,
+            "priorityClassName": priority,
+            "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+            "podSets": [
+                {
+                    "name": "node",
+                    "count": hosts,
+                    "template": {
+                        "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": BLOCK}},
+                        "spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "8", GPU: "8"}}}]},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def seed_tas(fake_api: FakeApi) -> None:
+    """Two hosts; cq-a's low gang takes both, cq-b (another quota tree) shares the same nodes."""
+    put = fake_api.server.seed
+    put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    put(
+        {
+            "apiVersion": KUEUE,
+            "kind": "Topology",
+            "metadata": {"name": "fabric"},
+            "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": HOSTNAME}]},
+        }
+    )
+    put(
+        {
+            "apiVersion": KUEUE,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "tas"},
+            "spec": {"nodeLabels": {"pool": "gpu"}, "topologyName": "fabric"},
+        }
+    )
+    put(tas_queue("cq-a"))
+    put(tas_queue("cq-b"))
+    put(local_queue("lq-a", "cq-a", "None"))
+    put(local_queue("lq-high", "cq-a", "Hold"))
+    put(local_queue("lq-b", "cq-b", "Hold"))
+    for name, value in (("low", 10), ("high", 1000)):
+        put({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+    for host in HOSTS:
+        put(gpu_node(host))
+    put(gang("victim", "lq-a", 2, "low"))
+    put(gang("high", "lq-high", 1, "high"))
+    put(gang("neighbour", "lq-b", 1, "low"))
+
+
+class PodsPerNode:
+    """Pods the committed admissions place on each node, after every Workload write."""
+
+    def __init__(self) -> None:
+        self.placed: dict[str, list[str]] = {}
+        self.peak = 0
+
+    def observe(self, event: StoredEvent) -> None:
+        if event.rtype.kind != "Workload":
+            return
+        name = str(event.obj["metadata"]["name"])
+        admission = (event.obj.get("status") or {}).get("admission")
+        self.placed.pop(name, None)
+        if event.type != "DELETED" and admission:
+            self.placed[name] = [
+                node
+                for assignment in admission["podSetAssignments"]
+                for node in decode_topology_assignment(assignment["topologyAssignment"]).pod_nodes()
+            ]
+        per_node = Counter(node for nodes in self.placed.values() for node in nodes)
+        self.peak = max(self.peak, max(per_node.values(), default=0))
+
+
+async def test_a_refused_eviction_keeps_its_nodes_from_gangs_of_other_quota_trees(fake_api: FakeApi) -> None:
+    seed_tas(fake_api)
+    pods = PodsPerNode()
+    fake_api.server.store.observers.append(pods.observe)
+    async with kube(fake_api) as client, controller(client) as process:
+
+        async def admitted(name: str) -> bool:
+            return is_admitted(await client.get("Workload", name, NS))
+
+        await eventually(lambda: admitted("victim"), what="the victim gang on both hosts")
+        refused = fake_api.server.faults.fail("patch", "/workloads/victim/status", code=409, message="injected")
+        process.built.queue.debounce = 1.0  # one cycle sees both released queues
+        await client.patch("LocalQueue", "lq-high", {"spec": {"stopPolicy": "None"}}, NS)
+        await client.patch("LocalQueue", "lq-b", {"spec": {"stopPolicy": "None"}}, NS)
+        await eventually(lambda: refused.remaining == 0, what="the victim's eviction meeting the 409")
+        process.built.queue.debounce = 0.02
+        await eventually(lambda: admitted("high"), what="the preemptor's admission after a retry")
+        await eventually(lambda: admitted("neighbour"), what="the other tree's gang after a retry")
+        assert not await admitted("victim")
+    assert pods.peak == 1  # one 8-GPU pod per 8-GPU host at every committed moment
