@@ -15,7 +15,8 @@ One reconciler, three kinds of key:
   a cycle if none ran meanwhile, so no wake-up can be lost for good.
 
 Writes keep the API server within quota at every moment: victims' evictions are written before
-any admission, nothing in a victim's quota tree is admitted unless every such eviction landed, and
+any admission, nothing that could stand on a victim's quota or nodes is admitted unless its
+eviction landed (a cycle and a failed node's evictions never overlap), and
 any decision whose write fails is undone in the engine by taking the Workload back as the cache
 has it (``EngineMirror.resubmit``): no leaked quota, no double admission.
 """
