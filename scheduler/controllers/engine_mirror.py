@@ -57,7 +57,7 @@ def _revision(value: Any) -> int | None:
 class _OwnWrite:
     revision: int | None
     when: float
-    document: dict[str, Any]  # the server's answer to the write
+    document: dict[str, Any] | None  # the server's answer to the write; None: it never came
 
 
 def _ahead_of(cached: dict[str, Any], write: _OwnWrite, now: float) -> bool:
@@ -189,9 +189,27 @@ class EngineMirror:
         namespace, _, name = key.partition("/")
         document = self.cache.get("Workload", name, namespace)
         expected = self._expected.get(key)
-        if document is not None and expected is not None and _ahead_of(document, expected, self.clock()):
+        if (
+            document is not None
+            and expected is not None
+            and expected.document is not None
+            and _ahead_of(document, expected, self.clock())
+        ):
             return expected.document
         return document
+
+    def unsure(self, key: str) -> bool:
+        """Whether a write of ours to ``key`` may have landed unseen (``lost_answer``) and the
+        cache has not shown a newer revision yet."""
+        namespace, _, name = key.partition("/")
+        document = self.cache.get("Workload", name, namespace)
+        expected = self._expected.get(key)
+        return (
+            document is not None
+            and expected is not None
+            and expected.document is None
+            and _ahead_of(document, expected, self.clock())
+        )
 
     # ------------------------------------------------------------------ resync
 
@@ -239,6 +257,14 @@ class EngineMirror:
         version = (document.get("metadata") or {}).get("resourceVersion")
         if version is not None:
             self._expected[key] = _OwnWrite(_revision(version), self.clock(), document)
+
+    def lost_answer(self, key: str, base_version: Any) -> None:
+        """A write of ours made at ``base_version`` got no answer, and reading the Workload back
+        failed too: it may have landed. No cached revision at or below ``base_version`` is the
+        server's word on ``key`` any more; until a newer one shows (or ``EXPECTATION_TTL``
+        passes), the engine keeps what it decided, the conservative side for an admission."""
+        base = _revision(base_version)
+        self._expected[key] = _OwnWrite(None if base is None else base + 1, self.clock(), None)
 
     def resubmit(self, key: str) -> None:
         """Forget what the engine decided for ``key`` and take the Workload as the cache has it.

@@ -261,7 +261,8 @@ class QueueController:
             self.mirror.resubmit(key)
             return document is None
         if not await self._patch(key, document, admitted_patch(document, info.admission, now)):
-            self.mirror.resubmit(key)
+            if not self.mirror.unsure(key):  # an admission that may have landed keeps its quota
+                self.mirror.resubmit(key)
             return False
         self.pending.forget(key)
         if self.metrics is not None:
@@ -342,23 +343,27 @@ class QueueController:
                 )
         except WRITE_ERRORS as error:
             log.info("status of Workload %s not written (%s); the next cycle reconciles it again", key, error)
-            await self._read_back(key, name, namespace)
+            if not await self._read_back(key, name, namespace):
+                self.mirror.lost_answer(key, metadata.get("resourceVersion"))
             return False
         finally:
             self.mirror.writing.discard(key)
         self.mirror.learned(key, written)
         return True
 
-    async def _read_back(self, key: str, name: str, namespace: str | None) -> None:
-        """After a failed write, the Workload as the server has it now. An attempt whose answer was
-        lost may have landed (its retry then meets a 409 against itself), and a refusal means the
-        cache is behind: either way the engine must not take the cached copy as the truth, or it
-        would release quota the server still counts."""
+    async def _read_back(self, key: str, name: str, namespace: str | None) -> bool:
+        """After a failed write, the Workload as the server has it now; False if it cannot be read.
+        An attempt whose answer was lost may have landed (its retry then meets a 409 against
+        itself), and a refusal means the cache is behind: either way the engine must not take the
+        cached copy as the truth, or it would release quota the server still counts."""
         try:
             current = await with_retries(lambda: self.client.get("Workload", name, namespace), what=f"get {key}")
+        except KubeApiError as error:
+            return error.status == 404  # deleted: the cache's deletion event says the rest
         except WRITE_ERRORS:
-            return  # deleted, or the server is unreachable: the cache and the resync decide later
+            return False  # unreachable: whether the write landed is unknown
         self.mirror.learned(key, current)
+        return True
 
     async def _event(self, document: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         if self.events is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
 from fakeapi.fixtures import FakeApi
 from kubernetes_asyncio import client
@@ -359,3 +360,28 @@ async def test_discovery_lists_every_group_and_resource(kube_client: client.ApiC
     assert scoped["localqueues"] is True
     assert scoped["clusterqueues"] is False
     assert {"workloads/status", "topologies", "cohorts", "workloadpriorityclasses"} <= set(scoped)
+
+
+async def test_a_lost_answer_leaves_the_write_committed_and_the_client_unsure(
+    fake_api: FakeApi, kube_client: client.ApiClient
+) -> None:
+    """``lose_answers``: the server commits, then cuts the connection before it answers."""
+    api = client.CustomObjectsApi(kube_client)
+    rule = fake_api.faults.lose_answers("create", "/localqueues")
+    with pytest.raises(aiohttp.ClientError):
+        await api.create_namespaced_custom_object(*KUEUE, "default", "localqueues", local_queue("landed"))
+    assert rule.remaining == 0
+    assert fake_api.faults.injected["answer-lost"] == 1
+    # a second client, on its own connection, finds what the first never heard about
+    reader = await fake_api.api_client()
+    try:
+        found = await client.CustomObjectsApi(reader).get_namespaced_custom_object(
+            *KUEUE, "default", "localqueues", "landed"
+        )
+    finally:
+        await reader.close()
+    assert found["metadata"]["name"] == "landed"
+    # and a retry of the create meets the object it made itself
+    with pytest.raises(ApiException) as again:
+        await api.create_namespaced_custom_object(*KUEUE, "default", "localqueues", local_queue("landed"))
+    assert again.value.status == 409

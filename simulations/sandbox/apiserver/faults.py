@@ -3,7 +3,8 @@
 ``fail`` makes the next N requests of a verb (``get``, ``list``, ``watch``, ``create``,
 ``update``, ``patch``, ``delete``; None for any) whose path contains a given text (and, with
 ``query_has``, whose query has a given parameter) answer with a status (500, 429 with
-Retry-After, 409, 503...) and a proper ``Status`` body. The watch faults act on the streams
+Retry-After, 409, 503...) and a proper ``Status`` body; ``lose_answers`` serves them (a write
+commits) and cuts the connection before the answer. The watch faults act on the streams
 open right now. ``random(rate, seed, kinds)`` turns on chaos: each request then meets one of the
 chosen faults with probability ``rate`` (from a seeded generator, so a run can be repeated),
 which lets a benchmark run for minutes against a misbehaving server. ``injected`` counts every
@@ -71,6 +72,7 @@ class Chaos:
 class Faults:
     store: Store
     rules: list[FailureRule] = field(default_factory=list)
+    lost_answers: list[FailureRule] = field(default_factory=list)  # served, then the connection cut
     # (verb, path) of every request answered with an injected error, for assertions
     failed: list[tuple[str, str]] = field(default_factory=list)
     injected: Counter[str] = field(default_factory=Counter)
@@ -179,8 +181,28 @@ class Faults:
         code = chaos.rng.choice((500, 503))
         return ApiError(code, f"injected server error ({code})"), None
 
+    def lose_answers(self, verb: str | None = None, path_contains: str = "", *, times: int = 1) -> FailureRule:
+        """Serve the next ``times`` matching requests (a write commits), then cut the connection
+        before the answer: the client sees a dropped connection and cannot tell whether it landed,
+        as when a network fails or a load balancer times out after kube-apiserver committed."""
+        if verb is not None and verb not in VERBS:
+            raise ValueError(f"unknown verb {verb!r}; use one of {sorted(VERBS)} or None")
+        rule = FailureRule(verb, path_contains, 0, times, "answer lost")
+        self.lost_answers.append(rule)
+        return rule
+
+    def answer_lost(self, verb: str, path: str, query: Mapping[str, str] | None = None) -> bool:
+        """Whether this served request's answer is to be lost (and counts it)."""
+        for rule in self.lost_answers:
+            if rule.matches(verb, path, query or {}):
+                rule.remaining -= 1
+                self.injected["answer-lost"] += 1
+                return True
+        return False
+
     def clear(self) -> None:
         self.rules.clear()
+        self.lost_answers.clear()
         self.chaos = None
 
     def _close(self, *, abrupt: bool, where: Callable[[str], bool] | None) -> int:

@@ -198,10 +198,15 @@ class FakeApiServer:
         if verb == "watch":
             return await serve_watch(self.store, request, target, query)
         if verb in ("list", "get"):
-            return self._read(request, verb, target, query)
-        if verb == "delete":
-            return await self._delete(request, target, query)
-        return await self._write(request, verb, target, query)
+            answer = self._read(request, verb, target, query)
+        elif verb == "delete":
+            answer = await self._delete(request, target, query)
+        else:
+            answer = await self._write(request, verb, target, query)
+        if self.faults.answer_lost(verb, request.path, query) and request.transport is not None:
+            request.transport.abort()  # served (a write committed), but the client never hears so
+            raise ConnectionResetError("answer lost by an injected fault")
+        return answer
 
     def _read(self, request: web.Request, verb: str, target: Target, query: Mapping[str, str]) -> web.Response:
         as_table = tables.wants_table(request.headers.get("Accept", ""))
