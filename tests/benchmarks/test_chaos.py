@@ -55,6 +55,15 @@ async def test_refused_evictions_never_let_a_cycle_overcommit() -> None:
     assert result["faults_injected"] >= 300
 
 
+@pytest.mark.slow
+async def test_writes_whose_answers_are_lost_settle_clean() -> None:
+    """Every fault, and writes served but never answered: each retry then meets what its first
+    attempt made (a 409, an AlreadyExists, a 404), and a failed read-back leaves the outcome open."""
+    result = await measure(chaos_args(jobs=300, fault_rate=0.1, fault_kinds="all,answer-lost", seed=4))
+    assert_clean(result)
+    assert result["faults_injected"] >= 100
+
+
 def test_unknown_fault_kinds_are_refused_with_the_choices() -> None:
     with pytest.raises(SystemExit) as refused:
         run(chaos_args(fault_kinds="conflict,confict"))

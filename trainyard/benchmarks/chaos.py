@@ -56,7 +56,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fault-kinds",
         default="all",
-        help="comma-separated faults to draw from: conflict, expire, throttle, server-error, drop (default all)",
+        help="comma-separated faults to draw from: conflict, expire, throttle, server-error, drop (all: these "
+        "five, the default), and answer-lost (a write served, its answer cut: drawn only when named)",
     )
     parser.add_argument("--restart-every", type=float, default=3.0, help="seconds between controller kills")
     parser.add_argument("--cpu-per-queue", type=int, default=24, help="each ClusterQueue's nominal CPU quota")
@@ -377,22 +378,25 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def fault_kinds(args: argparse.Namespace) -> tuple[str, ...]:
-    """The faults ``--fault-kinds`` names (every kind for ``all``, or when the option is absent)."""
+    """The faults ``--fault-kinds`` names (``all``: the five default kinds; also when the option is absent)."""
     from simulations.sandbox.apiserver.faults import FAULT_KINDS
 
-    chosen = str(getattr(args, "fault_kinds", "all"))
-    return FAULT_KINDS if chosen == "all" else tuple(k.strip() for k in chosen.split(",") if k.strip())
+    kinds: list[str] = []
+    for token in str(getattr(args, "fault_kinds", "all")).split(","):
+        token = token.strip()
+        kinds.extend(FAULT_KINDS if token == "all" else [token] if token else [])
+    return tuple(dict.fromkeys(kinds))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from simulations.sandbox.apiserver.faults import FAULT_KINDS
+    from simulations.sandbox.apiserver.faults import FAULT_KINDS, OPT_IN_KINDS
 
     if args.jobs < 1 or args.rate <= 0 or not 0 <= args.fault_rate < 1:
         raise SystemExit("--jobs must be at least 1, --rate above 0 and --fault-rate in [0, 1)")
-    unknown = sorted(set(fault_kinds(args)) - set(FAULT_KINDS))
+    unknown = sorted(set(fault_kinds(args)) - set(FAULT_KINDS) - set(OPT_IN_KINDS))
     if unknown or not fault_kinds(args):
         raise SystemExit(
             f"--fault-kinds: unknown {', '.join(unknown) or '(none given)'}; "
-            f"give a comma-separated choice of {', '.join(FAULT_KINDS)}, or all"
+            f"give a comma-separated choice of {', '.join(FAULT_KINDS + OPT_IN_KINDS)}, or all"
         )
     return asyncio.run(measure(args))

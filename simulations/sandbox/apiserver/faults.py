@@ -33,6 +33,9 @@ THROTTLE = "throttle"  # 429 with Retry-After
 SERVER_ERROR = "server-error"  # 500 or 503
 DROP = "drop"  # the open watch connections are cut
 FAULT_KINDS = (CONFLICT, EXPIRE, THROTTLE, SERVER_ERROR, DROP)
+# drawn only when named: a write served, its answer lost (the client cannot tell it landed)
+LOST = "answer-lost"
+OPT_IN_KINDS = (LOST,)
 
 Injected = tuple[ApiError, int | None]  # the error answer and its Retry-After seconds
 
@@ -121,9 +124,9 @@ class Faults:
         each second, which no client of ten thousand objects survives and no cluster does.
         """
         chosen = tuple(kinds)
-        unknown = sorted(set(chosen) - set(FAULT_KINDS))
+        unknown = sorted(set(chosen) - set(FAULT_KINDS) - set(OPT_IN_KINDS))
         if unknown:
-            raise ValueError(f"unknown fault kinds {unknown}; use some of {list(FAULT_KINDS)}")
+            raise ValueError(f"unknown fault kinds {unknown}; use some of {list(FAULT_KINDS + OPT_IN_KINDS)}")
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"the fault rate must be between 0 and 1, got {rate}")
         self.chaos = (
@@ -149,7 +152,11 @@ class Faults:
         return None
 
     def _chaos(self, verb: str, path: str, chaos: Chaos) -> Injected | None:
-        applicable = [k for k in chaos.kinds if k != CONFLICT or verb in WRITE_VERBS]
+        applicable = [
+            k
+            for k in chaos.kinds
+            if (k != CONFLICT or verb in WRITE_VERBS) and (k != LOST or verb in WRITE_VERBS | {"create", "delete"})
+        ]
         if not applicable:
             return None
         kind = chaos.rng.choice(applicable)
@@ -158,6 +165,9 @@ class Faults:
             if now - chaos.last_compaction < chaos.compaction_interval:
                 return None
             chaos.last_compaction = now
+        if kind == LOST:  # served as usual; the server then finds this rule, cuts the answer and counts it
+            self.lost_answers.append(FailureRule(verb, path, 0, 1, "answer lost"))
+            return None
         self.injected[kind] += 1
         if kind == EXPIRE:
             self._expire()
@@ -196,7 +206,9 @@ class Faults:
         for rule in self.lost_answers:
             if rule.matches(verb, path, query or {}):
                 rule.remaining -= 1
-                self.injected["answer-lost"] += 1
+                self.injected[LOST] += 1
+                if rule.remaining == 0:
+                    self.lost_answers.remove(rule)
                 return True
         return False
 
