@@ -10,6 +10,9 @@ server has it — the server is the truth. Our own writes echo back through the 
 write is in flight or its revision not yet seen, those echoes are not taken as disagreement, and
 ``freshest`` answers with what the write returned rather than the older cached copy (the cache
 may lag by seconds when a watch is cut: a decision taken on it would undo our own admission).
+A write that got no answer and whose Workload could not be read back either may have landed:
+until the cache shows a revision newer than the one it was made at, the key is ``unsure`` and an
+admission keeps its quota in the engine.
 
 A finished Workload is forgotten by the engine (its quota released, its record dropped), as a
 long simulation forgets each job as it completes: the engine holds only live workloads, and a
