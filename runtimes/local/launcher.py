@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from runtimes.examples.metrics import parse_metrics_line
+from runtimes.local.devices import CUDA_VISIBLE_DEVICES, Device, describe_devices, node_visible_devices
 from runtimes.local.initializer import TARGET_ENV
 from runtimes.local.plan import ContainerPlan, LocalPlan, PodContext, resolve_env
 from runtimes.local.policy import RankExit, decide
@@ -68,11 +69,16 @@ def format_metrics(values: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class LaunchOptions:
+    """How a local run is launched. ``device``: ``auto`` gives each node the GPUs its container asks
+    for (``nvidia.com/gpu``), ``cpu`` hides every GPU from every process, ``cuda`` requires GPUs
+    (:mod:`runtimes.local.devices`)."""
+
     grace_seconds: float = 5.0
     cwd: str | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
     handle_signals: bool = True
     status_interval: float = 1.0
+    device: Device = "auto"
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,16 @@ class LocalRunResult:
     message: str
     restarts: int
     trainjob: dict[str, Any]
+
+
+def plan_visible_devices(plan: LocalPlan, options: LaunchOptions) -> tuple[str | None, ...]:
+    """Each trainer node's ``CUDA_VISIBLE_DEVICES`` for a run with ``options`` on this machine
+    (None: left as inherited). Raises LocalRunError when the machine has too few GPUs, or when the
+    trainer's processes cannot be built with these devices (numProcPerNode ``gpu`` without GPUs):
+    callers check before they touch the job directory."""
+    visible = node_visible_devices(plan, options.device, {**os.environ, **options.extra_env})
+    node_processes(plan, 0, {}, options.cwd, visible)  # a dry run: only its refusals matter
+    return visible
 
 
 class _Logs:
@@ -137,6 +153,8 @@ class LocalLauncher:
         self.plan = plan
         self.job = job
         self.options = options or LaunchOptions()
+        # Before the job directory exists: a job this machine cannot give its GPUs is refused first.
+        self.visible_devices = plan_visible_devices(plan, self.options)
         job.create()
         self.recorder = StatusRecorder(job, trainjob, self.options.status_interval)
         self.logs = _Logs(job, echo, self.recorder)
@@ -154,6 +172,8 @@ class LocalLauncher:
             }
         )
         env.update(self.options.extra_env)
+        if self.options.device == "cpu":
+            env[CUDA_VISIBLE_DEVICES] = ""  # initializers too: nothing of this run touches a GPU
         return env
 
     def _initializer_spec(self, init: ContainerPlan, attempt: int) -> ProcessSpec:
@@ -190,7 +210,7 @@ class LocalLauncher:
             if failed is not None:
                 return failed, init
         trainer = self.plan.trainer
-        specs = node_processes(self.plan, free_port(), self._base_env(attempt), self.options.cwd)
+        specs = node_processes(self.plan, free_port(), self._base_env(attempt), self.options.cwd, self.visible_devices)
         shape = f"{trainer.parallelism} node(s), {len(specs)} process(es)"
 
         def started() -> None:
@@ -231,6 +251,8 @@ class LocalLauncher:
         recorder.annotate("workdir", str(self.job.path))
         recorder.annotate("pid", str(os.getpid()))
         recorder.condition("Created", True, "Created", "TrainJob rendered; running locally")
+        if devices := describe_devices(self.visible_devices, self.plan.trainer.replicated_job):
+            self.logs.note(devices)
         installed = self._install_signals(task)
         restarts = counted = 0
         try:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtimes.k8s.quantity import parse_quantity
 from runtimes.local.errors import LocalRunError
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -20,6 +21,7 @@ INITIALIZER_ANCESTORS = ("dataset-initializer", "model-initializer")
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 TORCH_NPROC_ENV = "PET_NPROC_PER_NODE"
 MPI_MARKER_ENV = "OMPI_MCA_orte_default_hostfile"
+GPU_RESOURCE = "nvidia.com/gpu"
 _MPI_MESSAGE = (
     "MPI runtimes (e.g. deepspeed-distributed) cannot run locally: they need mpirun and sshd "
     "between pods; use a torch or plain runtime for local runs"
@@ -79,6 +81,7 @@ class ContainerPlan:
     working_dir: str | None
     parallelism: int
     pod_failure_rules: tuple[PodFailureRule, ...] = ()
+    gpus: int = 0  # nvidia.com/gpu of the container: what the device plugin would hand each pod
 
     def env_value(self, name: str) -> str | None:
         for item in self.env:
@@ -148,6 +151,16 @@ def _failure_policy(spec: Mapping[str, Any]) -> FailurePolicy | None:
     return FailurePolicy(max_restarts=int(policy.get("maxRestarts") or 0), rules=rules)
 
 
+def container_gpus(resources: Mapping[str, Any] | None) -> int:
+    """``nvidia.com/gpu`` of a rendered container: limits, else requests (Kubernetes defaults a
+    missing request of an extended resource to its limit, and the two must then be equal)."""
+    for part in ("limits", "requests"):
+        quantity = ((resources or {}).get(part) or {}).get(GPU_RESOURCE)
+        if quantity is not None:
+            return int(parse_quantity(str(quantity)))
+    return 0
+
+
 def _container_plan(
     replicated_job: Mapping[str, Any], container_name: str, needs_command: bool = True
 ) -> ContainerPlan:
@@ -175,6 +188,7 @@ def _container_plan(
         working_dir=chosen.get("workingDir"),
         parallelism=int(job_spec.get("parallelism") or 1),
         pod_failure_rules=_pod_failure_rules(job_spec),
+        gpus=container_gpus(chosen.get("resources")),
     )
 
 

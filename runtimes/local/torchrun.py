@@ -12,17 +12,20 @@ local rank. Locally the launcher plays both parts without importing torch:
   them; explicit torchrun options win over PET_* (torchrun's own precedence);
 - any other command under a torch runtime is started once per local rank the same way (as
   ``torchrun --no-python`` would); under a plain runtime, once per node;
-- ``python``/``python3`` at the head of a command is this interpreter (the image's is absent).
+- ``python``/``python3`` at the head of a command is this interpreter (the image's is absent);
+- a node that asks for GPUs sees its own slice of the host's through ``CUDA_VISIBLE_DEVICES``
+  (:mod:`runtimes.local.devices`), and ``gpu`` / ``auto`` numProcPerNode count those GPUs.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtimes.local.devices import CUDA_VISIBLE_DEVICES, GPU_FIELD
 from runtimes.local.errors import LocalRunError
 from runtimes.local.plan import LocalPlan, PodContext, resolve_env
 
@@ -128,16 +131,25 @@ def parse_torchrun(command: tuple[str, ...]) -> TorchrunCommand | None:
     )
 
 
-def resolve_nproc(value: str) -> int:
-    """PET_NPROC_PER_NODE / --nproc-per-node as torchrun resolves it on a machine without GPUs."""
+def resolve_nproc(value: str, gpus: int = 0) -> int:
+    """PET_NPROC_PER_NODE / --nproc-per-node as torchrun resolves it where the node sees ``gpus`` GPUs.
+
+    ``gpu`` is one process per GPU; ``auto`` too when there are GPUs, else one per CPU (as is ``cpu``).
+    """
+    if value == "gpu" and gpus == 0:
+        raise LocalRunError(
+            "numProcPerNode 'gpu' starts one process per GPU of a node, and the nodes of this local run get "
+            f"none: ask for GPUs ({GPU_FIELD}) and run with --device auto or cuda, or set numProcPerNode "
+            "to an integer"
+        )
+    if value == "gpu" or (value == "auto" and gpus):
+        return gpus
     if value in ("auto", "cpu"):
         return os.cpu_count() or 1
-    if value == "gpu":
-        raise LocalRunError("numProcPerNode 'gpu' needs GPUs, which local runs do not use; set an integer")
     try:
         count = int(value)
     except ValueError:
-        raise LocalRunError(f"numProcPerNode {value!r} is not an integer nor auto/cpu") from None
+        raise LocalRunError(f"numProcPerNode {value!r} is not an integer nor auto/cpu/gpu") from None
     if count < 1:
         raise LocalRunError(f"numProcPerNode must be at least 1, got {count}")
     return count
@@ -168,8 +180,13 @@ def node_processes(
     master_port: int,
     base_env: Mapping[str, str],
     cwd: str | None = None,
+    visible_devices: Sequence[str | None] = (),
 ) -> list[ProcessSpec]:
-    """Every local process of the trainer job: numNodes x numProcPerNode ranks (torch) or numNodes."""
+    """Every local process of the trainer job: numNodes x numProcPerNode ranks (torch) or numNodes.
+
+    ``visible_devices[i]``, where given and not None, is node i's ``CUDA_VISIBLE_DEVICES``
+    (:func:`runtimes.local.devices.node_visible_devices`).
+    """
     trainer = plan.trainer
     specs: list[ProcessSpec] = []
     for node in range(trainer.parallelism):
@@ -183,21 +200,32 @@ def node_processes(
         if "PET_MASTER_PORT" in container_env:
             container_env["PET_MASTER_PORT"] = str(master_port)
         env.update(container_env)
+        visible = visible_devices[node] if node < len(visible_devices) else None
+        if visible is not None:
+            # After the container's env: the device plugin's choice is what the pod sees.
+            env[CUDA_VISIBLE_DEVICES] = visible
+        gpus = len(visible.split(",")) if visible else 0
         command = _substitute_master(trainer.command, master, cluster_port, master_port)
         step = f"{trainer.replicated_job}-{node}"
         if not plan.is_torch:
             specs.append(ProcessSpec(step, step, local_command(command), env, cwd))
             continue
-        specs.extend(_torch_ranks(command, env, node, step, master_port, cwd))
+        specs.extend(_torch_ranks(command, env, node, step, master_port, cwd, gpus))
     return specs
 
 
 def _torch_ranks(
-    command: tuple[str, ...], env: dict[str, str], node: int, step: str, master_port: int, cwd: str | None
+    command: tuple[str, ...],
+    env: dict[str, str],
+    node: int,
+    step: str,
+    master_port: int,
+    cwd: str | None,
+    gpus: int,
 ) -> list[ProcessSpec]:
     torchrun = parse_torchrun(command)
     options = torchrun.options if torchrun else {}
-    nproc = resolve_nproc(options.get("--nproc-per-node") or env.get("PET_NPROC_PER_NODE", "1"))
+    nproc = resolve_nproc(options.get("--nproc-per-node") or env.get("PET_NPROC_PER_NODE", "1"), gpus)
     nnodes = _int_option("nnodes", options.get("--nnodes") or env.get("PET_NNODES", "1"))
     node_rank = _int_option("node rank", options.get("--node-rank") or env.get("PET_NODE_RANK", str(node)))
     if torchrun is None:

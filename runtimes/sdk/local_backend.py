@@ -21,7 +21,9 @@ import yaml
 
 from runtimes.api.trainer import FRAMEWORK_LABEL, AnyTrainingRuntime
 from runtimes.api.trainer import TrainJob as TrainJobModel
+from runtimes.local.devices import Device, device_choice
 from runtimes.local.errors import LocalRunError
+from runtimes.local.launcher import LaunchOptions, plan_visible_devices
 from runtimes.local.run import builtin_runtimes, load_runtimes, plan_trainjob
 from runtimes.local.store import LocalJobStore, condition_of, follow_lines, terminal_condition
 from runtimes.sdk.backend import wait_for_status
@@ -42,11 +44,13 @@ DEFAULT_RUNTIME = "torch-distributed"
 @dataclass
 class LocalBackendConfig:
     """``root``: the job store (default ``$TRAINYARD_HOME`` or ``~/.trainyard``);
-    ``runtime_files``: extra runtime YAML files or directories besides the built-in ones."""
+    ``runtime_files``: extra runtime YAML files or directories besides the built-in ones;
+    ``device``: ``trainyard run --local --device`` (auto: GPUs for jobs that ask for them)."""
 
     root: Path | str | None = None
     runtime_files: list[Path] = field(default_factory=list)
     namespace: str = "default"
+    device: Device = "auto"
 
 
 def _runtime_view(runtime: AnyTrainingRuntime) -> Runtime:
@@ -123,7 +127,9 @@ class LocalBackend:
         if source is not None:
             script.write_text(source)
         try:
-            plan_trainjob(TrainJobModel.model_validate(manifest), chosen)  # renders: bad input raises here
+            plan = plan_trainjob(TrainJobModel.model_validate(manifest), chosen)  # renders: bad input raises here
+            # Here, not in the detached launcher: a job this machine lacks the GPUs for raises to the caller.
+            plan_visible_devices(plan, LaunchOptions(device=device_choice(self.config.device)))
         except LocalRunError as error:
             job_dir = job.path
             for leftover in sorted(job_dir.rglob("*"), reverse=True):
@@ -137,6 +143,7 @@ class LocalBackend:
         # Through a shell that backgrounds it and exits at once: the launcher is nobody's child
         # here, so it outlives this process and leaves neither a zombie nor an unreaped Popen.
         launcher = [sys.executable, "-m", "runtimes.local", str(submitted), "--workdir", str(job.path)]
+        launcher += ["--device", self.config.device]
         log = str(job.path / "launcher.log")
         subprocess.run(
             ["/bin/sh", "-c", '"$@" >"$0" 2>&1 </dev/null &', log, *launcher],

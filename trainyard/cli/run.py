@@ -1,8 +1,9 @@
 """`trainyard run TRAINJOB.yaml --local`: run a TrainJob on this machine with real PyTorch.
 
 The TrainJob is rendered with its runtime (the same render the cluster gets) and its node pods
-run as local processes: numNodes x numProcPerNode ranks over gloo on loopback, initializers
-first, logs prefixed with the rank, the JobSet failurePolicy and podFailurePolicy honoured.
+run as local processes: numNodes x numProcPerNode ranks on loopback, initializers first, logs
+prefixed with the rank, the JobSet failurePolicy and podFailurePolicy honoured. A node that asks
+for ``nvidia.com/gpu`` gets its own slice of this machine's GPUs (``--device`` overrides).
 Cluster submission comes with the controllers; without ``--local`` this command says so.
 """
 
@@ -41,6 +42,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long stopped ranks get between SIGTERM and SIGKILL (default 5)",
     )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="auto (default): each node gets its own slice of this machine's GPUs when the TrainJob asks for "
+        "nvidia.com/gpu, else the CPU; cpu: hide every GPU (run a GPU job on the CPU anyway); cuda: require GPUs",
+    )
     parser.add_argument("--strict", action="store_true", help="unknown fields are errors, not warnings")
 
 
@@ -52,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     # Imported here so that `trainyard --help` and the other commands stay cheap.
     from runtimes.api.trainer import TrainJob
     from runtimes.local import LaunchOptions, LocalJobStore, LocalRunError
-    from runtimes.local.run import find_runtime, run_trainjob
+    from runtimes.local.devices import device_choice
+    from runtimes.local.launcher import plan_visible_devices
+    from runtimes.local.run import find_runtime, plan_trainjob, run_trainjob
     from runtimes.local.store import JobDirectory
     from runtimes.validation import validate_trainjob
     from trainyard.cli.inputs import one_trainjob, read_inputs, runtimes_of, trainjob_refusal
@@ -69,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
         # The rules the webhook applies with the runtime, before any process starts.
         if errors := validate_trainjob(trainjob, runtime):
             raise trainjob_refusal(read, errors)
+        options = LaunchOptions(grace_seconds=args.grace_period, device=device_choice(args.device))
+        # Before the job directory is reset: a job this machine cannot run leaves nothing behind.
+        plan_visible_devices(plan_trainjob(trainjob, runtime), options)
         job = JobDirectory(args.workdir) if args.workdir else LocalJobStore().job(trainjob.metadata.name)
         job.reset()
         print(
@@ -76,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
             f"{runtime.metadata.name} in {job.path}",
             flush=True,
         )
-        options = LaunchOptions(grace_seconds=args.grace_period)
         result = asyncio.run(run_trainjob(trainjob, runtime, job, options, echo=_echo))
     except LocalRunError as error:
         raise UserError(str(error)) from None
