@@ -3,7 +3,13 @@
 Run it under the local launcher (``trainyard run manifests/samples/trainjobs/local-ddp.yaml
 --local``), under torchrun (``torchrun --nproc-per-node 2 -m runtimes.examples.ddp_trainer``),
 or call :func:`train` from a ``CustomTrainer`` function. It reads the torchrun environment
-(RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and trains over gloo on the CPU.
+(RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+
+Device: ``--device auto`` (the default) trains on CUDA when ``torch.cuda.is_available()``, each
+rank on ``cuda:{LOCAL_RANK % device_count}``, over nccl when every local rank has a GPU of its own
+(LOCAL_WORLD_SIZE <= device_count) and over gloo otherwise (nccl refuses two ranks on one GPU;
+gloo takes CUDA tensors); else on the CPU over gloo. Each rank prints ``rank R/W on DEVICE
+(BACKEND)``. Checkpoints and the final model are written with CPU tensors, so they load anywhere.
 
 What it shows:
 - the loss decreases (the target is a fixed random linear map the MLP can learn);
@@ -42,6 +48,19 @@ FEATURES = 16
 HIDDEN = 32
 CHECKPOINT_DIR = "checkpoints"
 FINAL_MODEL = "model.pt"
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class DeviceUnavailable(RuntimeError):
+    """``--device cuda`` where this process sees no usable GPU."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one rank trains: its torch device and the process-group backend that suits it."""
+
+    device: torch.device
+    backend: str  # nccl | gloo
 
 
 @dataclass(frozen=True)
@@ -100,8 +119,11 @@ def _save_atomically(obj: Any, path: Path) -> None:
     partial.replace(path)  # a crash mid-write never leaves a truncated checkpoint behind
 
 
-def _batch(step: int, rank: int, world_size: int, batch_size: int, seed: int) -> tuple[torch.Tensor, ...]:
-    """A deterministic batch per (step, rank): a restarted job sees the same data."""
+def _batch(
+    step: int, rank: int, world_size: int, batch_size: int, seed: int, device: torch.device
+) -> tuple[torch.Tensor, ...]:
+    """A deterministic batch per (step, rank), drawn on the CPU (the same numbers on every device),
+    then moved to ``device``: a restarted job sees the same data."""
     import torch
 
     target = torch.Generator().manual_seed(seed)
@@ -109,16 +131,56 @@ def _batch(step: int, rank: int, world_size: int, batch_size: int, seed: int) ->
     generator = torch.Generator().manual_seed(seed * 1_000_003 + step * world_size + rank)
     inputs = torch.randn(batch_size, FEATURES, generator=generator)
     labels = inputs @ weights + 0.01 * torch.randn(batch_size, 1, generator=generator)
-    return inputs, labels
+    return inputs.to(device), labels.to(device)
 
 
-def _join_process_group(rank: int, world_size: int) -> bool:
-    """Start the gloo process group when launched as a rank (MASTER_ADDR set); whether this call started it."""
+def choose_placement(requested: str = "auto") -> Placement:
+    """The device and backend of this rank for ``requested`` (auto | cpu | cuda)."""
+    import torch
+
+    if requested not in DEVICES:
+        raise DeviceUnavailable(f"--device {requested!r} is not accepted: use one of {', '.join(DEVICES)}")
+    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+        return Placement(torch.device("cpu"), "gloo")
+    if not torch.cuda.is_available():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        raise DeviceUnavailable(
+            f"--device cuda, but torch.cuda.is_available() is False here (torch {torch.__version__}, "
+            f"CUDA build {torch.version.cuda}, CUDA_VISIBLE_DEVICES={visible!r}): "
+            "give the job GPUs (nvidia.com/gpu) or train with --device cpu"
+        )
+    count = torch.cuda.device_count()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    # nccl needs a GPU per rank; ranks that must share a GPU talk over gloo, which takes CUDA tensors.
+    own_gpu = local_world_size <= count and torch.distributed.is_nccl_available()
+    return Placement(torch.device(f"cuda:{local_rank % count}"), "nccl" if own_gpu else "gloo")
+
+
+def _on_cpu(value: Any) -> Any:
+    """``value`` (a state dict, nested) with every tensor copied to the CPU: loadable without a GPU."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: _on_cpu(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_on_cpu(item) for item in value)
+    return value
+
+
+def _join_process_group(rank: int, world_size: int, placement: Placement) -> bool:
+    """Start the process group when launched as a rank (MASTER_ADDR set); whether this call started it."""
     import torch.distributed as dist
 
     if dist.is_initialized() or "MASTER_ADDR" not in os.environ:
         return False
-    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    if placement.backend == "nccl":
+        # Bound to this rank's GPU, so collectives (barrier included) never guess a device by rank.
+        dist.init_process_group("nccl", rank=rank, world_size=world_size, device_id=placement.device)
+    else:
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
     return True
 
 
@@ -130,7 +192,7 @@ def _checkpoint(
 
     if rank == 0:
         _save_atomically(
-            {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()},
+            {"step": step, "model": _on_cpu(model.state_dict()), "optimizer": _on_cpu(optimizer.state_dict())},
             out / CHECKPOINT_DIR / f"step-{step:06d}.pt",
         )
     if distributed:
@@ -138,7 +200,10 @@ def _checkpoint(
 
 
 def _resume(model: torch.nn.Module, optimizer: torch.optim.Optimizer, out: Path, rank: int) -> int:
-    """Load the latest checkpoint under ``out`` into the model and optimizer; the step to start at."""
+    """Load the latest checkpoint under ``out`` into the model and optimizer; the step to start at.
+
+    The checkpoint is read onto the CPU; ``load_state_dict`` copies it to wherever the model and
+    the optimizer's parameters live."""
     import torch
 
     latest = _latest_checkpoint(out)
@@ -159,6 +224,7 @@ def _step(
     inputs: torch.Tensor,
     labels: torch.Tensor,
     world_size: int | None,
+    device: torch.device,
 ) -> float:
     """One optimizer step; the loss, averaged over the ranks when ``world_size`` is given (distributed)."""
     import torch
@@ -171,7 +237,7 @@ def _step(
     loss_value = float(loss.detach())
     if world_size is None:
         return loss_value
-    averaged = torch.tensor([loss_value])
+    averaged = torch.tensor([loss_value], device=device)  # nccl reduces CUDA tensors only
     dist.all_reduce(averaged)
     return float(averaged) / world_size
 
@@ -190,6 +256,24 @@ def _metrics_line(step: int, steps: int, loss: float, samples_per_step: int, sec
     )
 
 
+def _prepare(
+    seed: int, learning_rate: float, placement: Placement, out: Path, rank: int, distributed: bool
+) -> tuple[torch.nn.Module, torch.nn.Module, torch.optim.Optimizer, int]:
+    """The model on its device, its DDP wrapper, the optimizer, and the step to start at (resumed)."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(seed)  # the same initial weights on every rank and every device
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
+    model = model.to(placement.device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    start_step = _resume(model, optimizer, out, rank)
+    if not distributed:
+        return model, model, optimizer, start_step
+    device_ids = [placement.device.index] if placement.device.type == "cuda" else None
+    return model, DistributedDataParallel(model, device_ids=device_ids), optimizer, start_step
+
+
 def train(
     steps: int = 30,
     batch_size: int = 32,
@@ -198,26 +282,26 @@ def train(
     output_dir: str | None = None,
     seed: int = 0,
     step_delay: float = 0.0,
+    device: str = "auto",
 ) -> TrainResult:
-    """Train the example MLP with DDP over gloo; resume from the latest checkpoint if any."""
+    """Train the example MLP with DDP on ``device`` (auto | cpu | cuda); resume from the latest checkpoint if any."""
     import torch
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
 
     rank = int(os.environ.get("RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    started_group = _join_process_group(rank, world_size)
+    placement = choose_placement(device)
+    if placement.device.type == "cuda":
+        torch.cuda.set_device(placement.device)  # nothing of this rank lands on another rank's GPU
+    started_group = _join_process_group(rank, world_size, placement)
     distributed = dist.is_initialized()
+    backend = dist.get_backend() if distributed else "no process group"
+    print(f"rank {rank}/{world_size} on {placement.device} ({backend})", flush=True)
     out = Path(output_dir or os.environ.get("TRAINYARD_OUTPUT_DIR") or "output")
     fault = FaultInjection.from_env()
     attempt = _restart_attempt()
-
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
-    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
-    start_step = _resume(model, optimizer, out, rank)
+    model, ddp_model, optimizer, start_step = _prepare(seed, learning_rate, placement, out, rank, distributed)
     print(f"rank {rank}/{world_size} starting at step {start_step} (attempt {attempt})", flush=True)
-    ddp_model: torch.nn.Module = DistributedDataParallel(model) if distributed else model
     loss_fn = torch.nn.MSELoss()
 
     first_loss = last_loss = float("nan")
@@ -227,8 +311,9 @@ def train(
             print(f"fault injection: rank {rank} exits with {fault.exit_code} at step {step}", flush=True)
             sys.stderr.flush()
             os._exit(fault.exit_code)  # a crash, not a clean exit: no teardown of the process group
-        inputs, labels = _batch(step, rank, world_size, batch_size, seed)
-        loss_value = _step(ddp_model, optimizer, loss_fn, inputs, labels, world_size if distributed else None)
+        inputs, labels = _batch(step, rank, world_size, batch_size, seed, placement.device)
+        reduce_over = world_size if distributed else None
+        loss_value = _step(ddp_model, optimizer, loss_fn, inputs, labels, reduce_over, placement.device)
         first_loss = loss_value if step == start_step else first_loss
         last_loss = loss_value
         if step_delay:
@@ -239,12 +324,12 @@ def train(
         if step % checkpoint_every == 0 or step == steps:
             _checkpoint(step, model, optimizer, out, rank, distributed)
     if rank == 0:
-        _save_atomically(model.state_dict(), out / FINAL_MODEL)
+        _save_atomically(_on_cpu(model.state_dict()), out / FINAL_MODEL)
         print(f"final model written to {out / FINAL_MODEL}", flush=True)
     print(f"rank {rank}/{world_size} finished step {steps}, loss {last_loss:.6f}", flush=True)
     if started_group:
-        # Every rank waits for rank 0's final write before tearing gloo down: a rank that leaves
-        # early closes its pairs under the others and gloo aborts them (exit 134).
+        # Every rank waits for rank 0's final write before tearing the group down: a rank that
+        # leaves early closes its pairs under the others and gloo aborts them (exit 134).
         dist.barrier()
         dist.destroy_process_group()
     return TrainResult(rank, world_size, start_step, steps, first_loss, last_loss, str(out))
@@ -259,20 +344,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-dir", default=None, help="default: $TRAINYARD_OUTPUT_DIR or ./output")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--step-delay", type=float, default=0.0, help="seconds to sleep after each step")
+    parser.add_argument(
+        "--device", choices=DEVICES, default="auto", help="auto (default): cuda when torch sees a GPU, else cpu"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    train(
-        steps=args.steps,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        checkpoint_every=args.checkpoint_every,
-        output_dir=args.output_dir,
-        seed=args.seed,
-        step_delay=args.step_delay,
-    )
+    try:
+        train(
+            steps=args.steps,
+            batch_size=args.batch_size,
+            learning_rate=args.learning_rate,
+            checkpoint_every=args.checkpoint_every,
+            output_dir=args.output_dir,
+            seed=args.seed,
+            step_delay=args.step_delay,
+            device=args.device,
+        )
+    except DeviceUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
