@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from simulations.sandbox.apiserver.records import StoredEvent
-from trainyard.benchmarks.chaos import Audit, JobSetFinisher
+from trainyard.benchmarks.chaos import JobSetFinisher
+from trainyard.benchmarks.chaos_audit import Audit
 from trainyard.benchmarks.controller import queue_objects, trainjob
 from trainyard.localcluster import LocalCluster
 

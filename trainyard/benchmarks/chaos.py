@@ -32,13 +32,11 @@ import asyncio
 import random
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from runtimes.k8s.quantity import Quantity
+from trainyard.benchmarks.chaos_audit import Audit
 from trainyard.benchmarks.chaos_diagnostics import NAMESPACE, lost_job_story, replica_state
-from trainyard.benchmarks.controller import owner_name, queue_objects, trainjob
+from trainyard.benchmarks.controller import queue_objects, trainjob
 
 if TYPE_CHECKING:  # the harness pulls in aiohttp and kubernetes-asyncio: only when a benchmark runs
     from simulations.sandbox.apiserver import FakeApiServer
@@ -106,97 +104,6 @@ def chaos_trainjob(index: int, rng: random.Random) -> dict[str, Any]:
     labels["kueue.x-k8s.io/queue-name"] = rng.choice(QUEUES)
     labels["kueue.x-k8s.io/priority-class"] = rng.choice(("low", "low", "low", "high"))
     return document
-
-
-def admitted_cpu(workload: dict[str, Any]) -> tuple[str, int] | None:
-    """The ClusterQueue and milli-CPU a Workload's committed admission holds, or None."""
-    admission = (workload.get("status") or {}).get("admission")
-    if not admission:
-        return None
-    total = 0
-    for assignment in admission.get("podSetAssignments") or []:
-        usage = (assignment.get("resourceUsage") or {}).get("cpu")
-        if usage is not None:
-            total += Quantity(str(usage)).amount("cpu")
-    return str(admission.get("clusterQueue")), total
-
-
-def finished(workload: dict[str, Any]) -> bool:
-    conditions = (workload.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
-
-
-@dataclass
-class Audit:
-    """Every committed write, in order: admissions, JobSets and quota at each step."""
-
-    limit_milli: int  # per ClusterQueue: its nominal plus what it may borrow (the rest of the cohort)
-    cohort_milli: int
-    holding: dict[str, tuple[str, int]] = field(default_factory=dict)  # workload -> (queue, milli-cpu)
-    usage: Counter[str] = field(default_factory=Counter)
-    finished: set[str] = field(default_factory=set)
-    workload_of: dict[str, str] = field(default_factory=dict)  # trainjob -> workload
-    jobsets: Counter[str] = field(default_factory=Counter)  # trainjob -> live JobSets
-    double_admitted: set[str] = field(default_factory=set)
-    last_state: dict[str, str] = field(default_factory=dict)  # workload -> its last conditions, for a lost job's story
-    quota_violations: int = 0
-    violation_examples: list[str] = field(default_factory=list)  # the first few, each with who held what
-    admissions: int = 0
-
-    def observe(self, event: StoredEvent) -> None:
-        kind = event.rtype.kind
-        if kind == "Workload":
-            self._workload(event)
-        elif kind == "JobSet":
-            owner = owner_name(event.obj)
-            if owner is None:
-                return
-            if event.type == "ADDED":
-                self.jobsets[owner] += 1
-                if self.jobsets[owner] > 1:
-                    self.double_admitted.add(f"trainjob {owner}: two JobSets at once")
-            elif event.type == "DELETED":
-                self.jobsets[owner] -= 1
-
-    def _workload(self, event: StoredEvent) -> None:
-        name = str(event.obj["metadata"]["name"])
-        owner = owner_name(event.obj)
-        if owner is not None:
-            self.workload_of[owner] = name
-        # A finished Workload keeps its admission (as Kueue's do) but no longer holds quota.
-        now = None if event.type == "DELETED" or finished(event.obj) else admitted_cpu(event.obj)
-        before = self.holding.get(name)
-        if now is not None and before is None:
-            self.admissions += 1
-            if name in self.finished:
-                self.double_admitted.add(f"workload {name}: admitted after it finished")
-        if now is not None and before is not None and now != before:
-            self.double_admitted.add(f"workload {name}: a second admission without an eviction between")
-        if before is not None:
-            self.usage[before[0]] -= before[1]
-            del self.holding[name]
-        if now is not None:
-            self.holding[name] = now
-            self.usage[now[0]] += now[1]
-        if event.type != "DELETED" and finished(event.obj):
-            self.finished.add(name)
-        conditions = (event.obj.get("status") or {}).get("conditions") or []
-        self.last_state[name] = (
-            event.type + " " + ", ".join(f"{c.get('type')}={c.get('status')}({c.get('reason')})" for c in conditions)
-        )
-        if any(used > self.limit_milli for used in self.usage.values()) or sum(self.usage.values()) > self.cohort_milli:
-            self.quota_violations += 1
-            if len(self.violation_examples) < 3:
-                self.violation_examples.append(self._violation_story(name))
-
-    def _violation_story(self, name: str) -> str:
-        """The write that crossed a limit, the usage per queue after it, and every holder's last state."""
-        usage = ", ".join(f"{queue}={milli}m" for queue, milli in sorted(self.usage.items()))
-        holders = "; ".join(
-            f"{holder} {queue} {milli}m [{self.last_state.get(holder, '')}]"
-            for holder, (queue, milli) in sorted(self.holding.items())
-        )
-        return f"quota crossed by {name} ({self.last_state.get(name, '')}): usage {usage}; holders: {holders}"
 
 
 class JobSetFinisher:
