@@ -137,6 +137,7 @@ def _batch(
 def choose_placement(requested: str = "auto") -> Placement:
     """The device and backend of this rank for ``requested`` (auto | cpu | cuda)."""
     import torch
+    import torch.distributed as dist
 
     if requested not in DEVICES:
         raise DeviceUnavailable(f"--device {requested!r} is not accepted: use one of {', '.join(DEVICES)}")
@@ -153,7 +154,7 @@ def choose_placement(requested: str = "auto") -> Placement:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     # nccl needs a GPU per rank; ranks that must share a GPU talk over gloo, which takes CUDA tensors.
-    own_gpu = local_world_size <= count and torch.distributed.is_nccl_available()
+    own_gpu = local_world_size <= count and dist.is_nccl_available()
     return Placement(torch.device(f"cuda:{local_rank % count}"), "nccl" if own_gpu else "gloo")
 
 

@@ -8,7 +8,10 @@ trainer over gloo on the CPU). The one test that trains on CUDA runs only where 
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +249,16 @@ def test_gpu_job_trains_on_the_cpu_with_device_cpu(
     assert len(losses) == 6
     assert losses[-1] < losses[0]
     assert (workdir / "output" / "model.pt").is_file()
+
+
+def test_trainer_device_cuda_without_a_gpu_says_why(tmp_path: Path) -> None:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no GPU for this process, whatever the machine
+    command = [sys.executable, "-m", "runtimes.examples.ddp_trainer", "--device", "cuda", "--output-dir", str(tmp_path)]
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "error: --device cuda, but torch.cuda.is_available() is False here" in done.stderr
+    assert "CUDA_VISIBLE_DEVICES=''" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def _cuda_available() -> bool:
