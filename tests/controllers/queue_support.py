@@ -20,6 +20,7 @@ from scheduler.controllers.queueing import QUEUE_WATCHES, QueueControllers, buil
 from scheduler.engine import EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
 from scheduler.kube.backoff import Backoff
+from simulations.sandbox.apiserver.records import StoredEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_INFORMERS = InformerSettings(watch_timeout_seconds=30, inactivity_timeout=30.0, backoff=Backoff(0.01, 0.05))
@@ -46,38 +47,94 @@ def runtime_doc() -> dict[str, Any]:
     return dict(yaml.safe_load((ROOT / "manifests/runtimes/torch_distributed.yaml").read_text()))
 
 
-def seed_queues(fake_api: FakeApi, *, cpu: int = 4, preemption: str = "Never", cluster_queue: str = "cq") -> None:
+PRIORITIES = (("low", 10), ("high", 1000))
+BLOCK = "network.topology.nvidia.com/block"
+HOSTNAME = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
+
+
+def cluster_queue_doc(
+    name: str,
+    cpu: int,
+    *,
+    preemption: str = "Never",
+    cohort: str | None = None,
+    stop: str | None = None,
+) -> dict[str, Any]:
+    """A ClusterQueue with ``cpu`` nominal on the ``default`` flavor."""
+    resources = [{"name": "cpu", "nominalQuota": str(cpu)}]
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "preemption": {"withinClusterQueue": preemption},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": resources}]}],
+    }
+    if cohort is not None:
+        spec["cohortName"] = cohort
+    if stop is not None:
+        spec["stopPolicy"] = stop
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue_doc(name: str, cluster_queue: str, stop: str = "None") -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"clusterQueue": cluster_queue, "stopPolicy": stop},
+    }
+
+
+def seed_basics(fake_api: FakeApi, *, tas: bool = False) -> None:
+    """The namespace, two priority classes, and the torch runtime with the ``default`` flavor or,
+    with ``tas``, the Topology and the ``tas`` flavor (gangs there are Workloads: no runtime)."""
     seed = fake_api.server.seed
     seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    seed(runtime_doc())
-    seed({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    seed(
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": cluster_queue},
-            "spec": {
-                "namespaceSelector": {},
-                "preemption": {"withinClusterQueue": preemption},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": str(cpu)}]}],
-                    }
-                ],
-            },
-        }
-    )
-    seed(
-        {
-            "apiVersion": KUEUE,
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": NS},
-            "spec": {"clusterQueue": cluster_queue},
-        }
-    )
-    for name, value in (("low", 10), ("high", 1000)):
+    if tas:
+        levels = [{"nodeLabel": BLOCK}, {"nodeLabel": HOSTNAME}]
+        seed({"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": "fabric"}, "spec": {"levels": levels}})
+        flavor_spec = {"nodeLabels": {"pool": "gpu"}, "topologyName": "fabric"}
+        seed({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "tas"}, "spec": flavor_spec})
+    else:
+        seed(runtime_doc())
+        seed({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
+    for name, value in PRIORITIES:
         seed({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+
+
+def seed_queues(fake_api: FakeApi, *, cpu: int = 4, preemption: str = "Never", cluster_queue: str = "cq") -> None:
+    seed_basics(fake_api)
+    fake_api.server.seed(cluster_queue_doc(cluster_queue, cpu, preemption=preemption))
+    fake_api.server.seed(local_queue_doc("lq", cluster_queue))
+
+
+def tas_cluster_queue_doc(name: str, *, preemption: str = "Never") -> dict[str, Any]:
+    """A ClusterQueue of its own (no cohort) with ample quota on the TAS flavor: nodes run out first."""
+    quotas = [{"name": "cpu", "nominalQuota": "128"}, {"name": GPU, "nominalQuota": "64"}]
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "preemption": {"withinClusterQueue": preemption},
+            "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": [{"name": "tas", "resources": quotas}]}],
+        },
+    }
+
+
+def gpu_node(name: str, block: str = "block-0") -> dict[str, Any]:
+    """A Ready 8-GPU host of the TAS flavor."""
+    resources = {"cpu": "32", "memory": "256Gi", GPU: "8", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME: name, BLOCK: block, "pool": "gpu"}},
+        "status": {
+            "allocatable": dict(resources),
+            "capacity": dict(resources),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
 
 
 def trainjob(
@@ -96,6 +153,41 @@ def trainjob(
             "suspend": suspend,
         },
     }
+
+
+def queued(name: str, queue: str, cpu: int, priority: str) -> dict[str, Any]:
+    """A TrainJob in the LocalQueue ``queue``."""
+    document = trainjob(name, cpu=cpu, priority=priority)
+    document["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
+    return document
+
+
+class CommittedUsage:
+    """Admitted cpu after every committed Workload write, read from the store (no watch to stall)."""
+
+    def __init__(self) -> None:
+        self.holding: dict[str, int] = {}
+        self.peak = 0
+
+    def observe(self, event: StoredEvent) -> None:
+        if event.rtype.kind != "Workload":
+            return
+        name = str(event.obj["metadata"]["name"])
+        admission = (event.obj.get("status") or {}).get("admission")
+        self.holding.pop(name, None)
+        if event.type != "DELETED" and admission:
+            self.holding[name] = sum(int(a["resourceUsage"]["cpu"]) for a in admission["podSetAssignments"])
+        self.peak = max(self.peak, sum(self.holding.values()))
+
+
+def stall_workload_watches(fake_api: FakeApi) -> int:
+    """Stop every open Workload watch from delivering (the cache falls behind); how many."""
+    stalled = 0
+    for subscription in fake_api.server.store.subscriptions:
+        if subscription.rtype.kind == "Workload":
+            subscription.stalled = True
+            stalled += 1
+    return stalled
 
 
 @dataclass

@@ -18,8 +18,24 @@ from collections import Counter
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from queue_support import KUEUE, NS, Reader, controller, eventually, is_admitted, kube, runtime_doc, trainjob
-from test_queue_stale_cache import CommittedUsage
+from queue_support import (
+    BLOCK,
+    GPU,
+    KUEUE,
+    NS,
+    CommittedUsage,
+    Reader,
+    cluster_queue_doc,
+    controller,
+    eventually,
+    gpu_node,
+    is_admitted,
+    kube,
+    local_queue_doc,
+    queued,
+    seed_basics,
+    tas_cluster_queue_doc,
+)
 
 from scheduler.api.topology_assignment import decode_topology_assignment
 from simulations.sandbox.apiserver.records import StoredEvent
@@ -27,49 +43,15 @@ from simulations.sandbox.apiserver.records import StoredEvent
 COHORT_CPU = 4
 
 
-def cluster_queue(name: str, cpu: int) -> dict[str, Any]:
-    resources = [{"name": "cpu", "nominalQuota": str(cpu)}]
-    return {
-        "apiVersion": KUEUE,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {
-            "namespaceSelector": {},
-            "cohortName": "all",
-            "preemption": {"withinClusterQueue": "LowerPriority"},
-            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": resources}]}],
-        },
-    }
-
-
-def local_queue(name: str, cluster_queue_name: str, stop: str) -> dict[str, Any]:
-    return {
-        "apiVersion": KUEUE,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"clusterQueue": cluster_queue_name, "stopPolicy": stop},
-    }
-
-
-def queued(name: str, queue: str, cpu: int, priority: str) -> dict[str, Any]:
-    document = trainjob(name, cpu=cpu, priority=priority)
-    document["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
-    return document
-
-
 def seed(fake_api: FakeApi) -> None:
     """cq-a lends its whole quota to cq-b (nominal 0); the big job runs, the other two wait held."""
+    seed_basics(fake_api)
     put = fake_api.server.seed
-    put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    put(runtime_doc())
-    put({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    put(cluster_queue("cq-a", COHORT_CPU))
-    put(cluster_queue("cq-b", 0))
-    put(local_queue("lq-a", "cq-a", "None"))
-    put(local_queue("lq-high", "cq-a", "Hold"))
-    put(local_queue("lq-b", "cq-b", "Hold"))
-    for name, value in (("low", 10), ("high", 1000)):
-        put({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+    put(cluster_queue_doc("cq-a", COHORT_CPU, preemption="LowerPriority", cohort="all"))
+    put(cluster_queue_doc("cq-b", 0, preemption="LowerPriority", cohort="all"))
+    put(local_queue_doc("lq-a", "cq-a"))
+    put(local_queue_doc("lq-high", "cq-a", "Hold"))
+    put(local_queue_doc("lq-b", "cq-b", "Hold"))
     put(queued("big", "lq-a", COHORT_CPU, "low"))
     put(queued("high", "lq-high", 1, "high"))
     put(queued("borrower", "lq-b", 2, "low"))
@@ -112,39 +94,7 @@ async def _admitted(reader: Reader, owner: str) -> bool:
 
 # ------------------------------------------------------------------ nodes are shared across cohort trees
 
-BLOCK = "network.topology.nvidia.com/block"
-HOSTNAME = "kubernetes.io/hostname"
-GPU = "nvidia.com/gpu"
 HOSTS = ("gpu-0", "gpu-1")
-
-
-def gpu_node(name: str) -> dict[str, Any]:
-    resources = {"cpu": "32", "memory": "256Gi", GPU: "8", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, BLOCK: "block-0", "pool": "gpu"}},
-        "status": {
-            "allocatable": dict(resources),
-            "capacity": dict(resources),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def tas_queue(name: str) -> dict[str, Any]:
-    """A ClusterQueue of its own (no cohort) with ample quota on the one TAS flavor."""
-    quotas = [{"name": "cpu", "nominalQuota": "128"}, {"name": GPU, "nominalQuota": "64"}]
-    return {
-        "apiVersion": KUEUE,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {
-            "namespaceSelector": {},
-            "preemption": {"withinClusterQueue": "LowerPriority"},
-            "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": [{"name": "tas", "resources": quotas}]}],
-        },
-    }
 
 
 def gang(name: str, queue: str, hosts: int, priority: str) -> dict[str, Any]:
@@ -173,31 +123,13 @@ def gang(name: str, queue: str, hosts: int, priority: str) -> dict[str, Any]:
 
 def seed_tas(fake_api: FakeApi) -> None:
     """Two hosts; cq-a's low gang takes both, cq-b (another quota tree) shares the same nodes."""
+    seed_basics(fake_api, tas=True)
     put = fake_api.server.seed
-    put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    put(
-        {
-            "apiVersion": KUEUE,
-            "kind": "Topology",
-            "metadata": {"name": "fabric"},
-            "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": HOSTNAME}]},
-        }
-    )
-    put(
-        {
-            "apiVersion": KUEUE,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "tas"},
-            "spec": {"nodeLabels": {"pool": "gpu"}, "topologyName": "fabric"},
-        }
-    )
-    put(tas_queue("cq-a"))
-    put(tas_queue("cq-b"))
-    put(local_queue("lq-a", "cq-a", "None"))
-    put(local_queue("lq-high", "cq-a", "Hold"))
-    put(local_queue("lq-b", "cq-b", "Hold"))
-    for name, value in (("low", 10), ("high", 1000)):
-        put({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+    put(tas_cluster_queue_doc("cq-a", preemption="LowerPriority"))
+    put(tas_cluster_queue_doc("cq-b", preemption="LowerPriority"))
+    put(local_queue_doc("lq-a", "cq-a"))
+    put(local_queue_doc("lq-high", "cq-a", "Hold"))
+    put(local_queue_doc("lq-b", "cq-b", "Hold"))
     for host in HOSTS:
         put(gpu_node(host))
     put(gang("victim", "lq-a", 2, "low"))

@@ -14,41 +14,33 @@ import asyncio
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from queue_support import KUEUE, NS, Reader, condition, controller, eventually, is_admitted, kube, runtime_doc, trainjob
-from test_queue_failed_eviction import local_queue
-from test_queue_stale_cache import CommittedUsage, stall_workload_watches
+from queue_support import (
+    NS,
+    CommittedUsage,
+    Reader,
+    cluster_queue_doc,
+    condition,
+    controller,
+    eventually,
+    is_admitted,
+    kube,
+    local_queue_doc,
+    queued,
+    seed_basics,
+    stall_workload_watches,
+)
 
 QUOTA = 2
 
 
 def seed(fake_api: FakeApi) -> None:
     """A held ClusterQueue with room for one of two jobs, each in a LocalQueue of its own."""
+    seed_basics(fake_api)
     put = fake_api.server.seed
-    put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    put(runtime_doc())
-    put({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    resources = [{"name": "cpu", "nominalQuota": str(QUOTA)}]
-    put(
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "stopPolicy": "Hold",
-                "resourceGroups": [
-                    {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": resources}]}
-                ],
-            },
-        }
-    )
-    for name, value in (("low", 10), ("high", 1000)):  # the first job goes first (no preemption here)
-        put({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
-    for job, priority in (("first", "high"), ("second", "low")):
-        put(local_queue(f"lq-{job}", "cq", "None"))
-        document = trainjob(job, cpu=QUOTA, priority=priority)
-        document["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = f"lq-{job}"
-        put(document)
+    put(cluster_queue_doc("cq", QUOTA, stop="Hold"))
+    for job, priority in (("first", "high"), ("second", "low")):  # the first job goes first (no preemption here)
+        put(local_queue_doc(f"lq-{job}", "cq"))
+        put(queued(job, f"lq-{job}", QUOTA, priority))
 
 
 async def test_an_admission_that_may_have_landed_unseen_keeps_its_quota(fake_api: FakeApi, reader: Reader) -> None:

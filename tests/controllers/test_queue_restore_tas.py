@@ -7,74 +7,33 @@ import asyncio
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from queue_support import KUEUE, NS, condition, eventually, is_admitted, kube, start_controller
+from queue_support import (
+    BLOCK,
+    GPU,
+    KUEUE,
+    NS,
+    condition,
+    eventually,
+    gpu_node,
+    is_admitted,
+    kube,
+    local_queue_doc,
+    seed_basics,
+    start_controller,
+    tas_cluster_queue_doc,
+)
 
 from scheduler.api.topology_assignment import decode_topology_assignment
-
-BLOCK = "network.topology.nvidia.com/block"
-HOSTNAME = "kubernetes.io/hostname"
-GPU = "nvidia.com/gpu"
-
-
-def _node(name: str, block: str) -> dict[str, Any]:
-    resources = {"cpu": "32", "memory": "256Gi", GPU: "8", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, BLOCK: block, "pool": "gpu"}},
-        "status": {
-            "allocatable": dict(resources),
-            "capacity": dict(resources),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
 
 
 def _seed_tas_cluster(fake_api: FakeApi) -> None:
     """Two blocks of two 8-GPU hosts, one TAS flavor and a queue with quota for twice as many: nodes, not quota, are what runs out."""
-    seed = fake_api.server.seed
-    seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    seed(
-        {
-            "apiVersion": KUEUE,
-            "kind": "Topology",
-            "metadata": {"name": "fabric"},
-            "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": HOSTNAME}]},
-        }
-    )
-    seed(
-        {
-            "apiVersion": KUEUE,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "tas"},
-            "spec": {"nodeLabels": {"pool": "gpu"}, "topologyName": "fabric"},
-        }
-    )
-    quotas = [{"name": "cpu", "nominalQuota": "128"}, {"name": GPU, "nominalQuota": "64"}]
-    seed(
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {"coveredResources": ["cpu", GPU], "flavors": [{"name": "tas", "resources": quotas}]}
-                ],
-            },
-        }
-    )
-    seed(
-        {
-            "apiVersion": KUEUE,
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": NS},
-            "spec": {"clusterQueue": "cq"},
-        }
-    )
+    seed_basics(fake_api, tas=True)
+    fake_api.server.seed(tas_cluster_queue_doc("cq"))
+    fake_api.server.seed(local_queue_doc("lq", "cq"))
     for block in range(2):
         for host in range(2):
-            seed(_node(f"gpu-b{block}-h{host}", f"block-{block}"))
+            fake_api.server.seed(gpu_node(f"gpu-b{block}-h{host}", f"block-{block}"))
 
 
 def _gang(name: str) -> dict[str, Any]:

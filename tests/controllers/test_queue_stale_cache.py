@@ -15,87 +15,34 @@ from typing import Any
 
 from fakeapi.fixtures import FakeApi
 from queue_support import (
-    KUEUE,
     NS,
+    CommittedUsage,
     Reader,
+    cluster_queue_doc,
     condition,
     controller,
     eventually,
     is_admitted,
     kube,
-    runtime_doc,
+    local_queue_doc,
+    queued,
+    seed_basics,
+    stall_workload_watches,
     trainjob,
 )
-
-from simulations.sandbox.apiserver.records import StoredEvent
 
 QUOTA = 2
 
 
-class CommittedUsage:
-    """Admitted cpu after every committed Workload write, read from the store (no watch to stall)."""
-
-    def __init__(self) -> None:
-        self.holding: dict[str, int] = {}
-        self.peak = 0
-
-    def observe(self, event: StoredEvent) -> None:
-        if event.rtype.kind != "Workload":
-            return
-        name = str(event.obj["metadata"]["name"])
-        admission = (event.obj.get("status") or {}).get("admission")
-        self.holding.pop(name, None)
-        if event.type != "DELETED" and admission:
-            self.holding[name] = sum(int(a["resourceUsage"]["cpu"]) for a in admission["podSetAssignments"])
-        self.peak = max(self.peak, sum(self.holding.values()))
-
-
 def seed(fake_api: FakeApi) -> None:
     """One ClusterQueue (held), two LocalQueues (the high one held too), a job in each."""
+    seed_basics(fake_api)
     put = fake_api.server.seed
-    put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    put(runtime_doc())
-    put({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    resources = [{"name": "cpu", "nominalQuota": str(QUOTA)}]
-    put(
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "stopPolicy": "Hold",
-                "preemption": {"withinClusterQueue": "LowerPriority"},
-                "resourceGroups": [
-                    {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": resources}]}
-                ],
-            },
-        }
-    )
-    for queue, stop in (("lq", "None"), ("lq-high", "Hold")):
-        put(
-            {
-                "apiVersion": KUEUE,
-                "kind": "LocalQueue",
-                "metadata": {"name": queue, "namespace": NS},
-                "spec": {"clusterQueue": "cq", "stopPolicy": stop},
-            }
-        )
-    for name, value in (("low", 10), ("high", 1000)):
-        put({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+    put(cluster_queue_doc("cq", QUOTA, preemption="LowerPriority", stop="Hold"))
+    put(local_queue_doc("lq", "cq"))
+    put(local_queue_doc("lq-high", "cq", "Hold"))
     put(trainjob("low", cpu=QUOTA, priority="low"))
-    high = trainjob("high", cpu=QUOTA, priority="high")
-    high["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "lq-high"
-    put(high)
-
-
-def stall_workload_watches(fake_api: FakeApi) -> int:
-    stalled = 0
-    for subscription in fake_api.server.store.subscriptions:
-        if subscription.rtype.kind == "Workload":
-            subscription.stalled = True
-            stalled += 1
-    return stalled
+    put(queued("high", "lq-high", QUOTA, "high"))
 
 
 async def test_a_preemption_behind_a_stalled_watch_never_overcommits(fake_api: FakeApi, reader: Reader) -> None:
