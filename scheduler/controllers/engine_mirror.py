@@ -189,30 +189,25 @@ class EngineMirror:
     def freshest(self, key: str) -> dict[str, Any] | None:
         """The newest Workload ``key`` we know: the cached copy, or our own write's answer while
         the cache has not caught up with it (None when the cache has no such Workload)."""
-        namespace, _, name = key.partition("/")
-        document = self.cache.get("Workload", name, namespace)
-        expected = self._expected.get(key)
-        if (
-            document is not None
-            and expected is not None
-            and expected.document is not None
-            and _ahead_of(document, expected, self.clock())
-        ):
-            return expected.document
+        document, awaited = self._cached_and_awaited(key)
+        if awaited is not None and awaited.document is not None:
+            return awaited.document
         return document
 
     def unsure(self, key: str) -> bool:
         """Whether a write of ours to ``key`` may have landed unseen (``lost_answer``) and the
         cache has not shown a newer revision yet."""
+        _, awaited = self._cached_and_awaited(key)
+        return awaited is not None and awaited.document is None
+
+    def _cached_and_awaited(self, key: str) -> tuple[dict[str, Any] | None, _OwnWrite | None]:
+        """The cached Workload ``key``, and our write to it that the cache has not shown yet, if any."""
         namespace, _, name = key.partition("/")
         document = self.cache.get("Workload", name, namespace)
         expected = self._expected.get(key)
-        return (
-            document is not None
-            and expected is not None
-            and expected.document is None
-            and _ahead_of(document, expected, self.clock())
-        )
+        if document is None or expected is None or not _ahead_of(document, expected, self.clock()):
+            return document, None
+        return document, expected
 
     # ------------------------------------------------------------------ resync
 
