@@ -87,7 +87,7 @@ def _driver_gpus(folder: Path) -> HostGpus:
 
 def node_visible_devices(plan: LocalPlan, device: Device, environ: Mapping[str, str]) -> tuple[str | None, ...]:
     """``CUDA_VISIBLE_DEVICES`` for each trainer node's processes (None: the inherited one is left
-    alone), the host's GPUs read from ``environ`` only when the job asks for some."""
+    alone, on a host without GPUs), the host's GPUs read from ``environ``."""
     trainjob = subject_of("TrainJob", plan.name, plan.namespace)
     nodes, gpus_per_node = plan.trainer.parallelism, plan.trainer.gpus
     if device == "cpu":
@@ -98,7 +98,9 @@ def node_visible_devices(plan: LocalPlan, device: Device, environ: Mapping[str, 
                 f"{trainjob}: --device cuda, but {GPU_FIELD} is not set, so its nodes get no GPU: "
                 f"ask for GPUs there (e.g. limits: {{{GPU_RESOURCE}: 1}}), or use --device auto"
             )
-        return (None,) * nodes  # a CPU job runs as it always has
+        # On a cluster a pod that asks for no GPU sees none; here too, so a CPU job never lands on
+        # a GPU the host happens to have (nor do its ranks all crowd onto GPU 0 under nccl).
+        return ("",) * nodes if host_gpus(environ).ids else (None,) * nodes
     wanted = nodes * gpus_per_node
     host = host_gpus(environ)
     if len(host.ids) < wanted:

@@ -142,14 +142,15 @@ def test_runs_that_cannot_get_their_gpus_are_refused(
 
 @pytest.mark.parametrize(
     ("inherited", "device", "expected"),
-    [(None, "auto", None), ("2,3", "auto", "2,3"), ("2,3", "cpu", "")],
-    ids=["unset-stays-unset", "inherited-left-alone", "cpu-hides-every-gpu"],
+    [("-1", "auto", "-1"), ("2,3", "auto", ""), ("2,3", "cpu", "")],
+    ids=["no-host-gpu-left-alone", "host-gpus-hidden-as-on-a-cluster", "cpu-hides-every-gpu"],
 )
-def test_a_job_without_gpus_keeps_the_environment_unless_told_cpu(
-    tmp_path: Path, inherited: str | None, device: Device, expected: str | None
+def test_a_job_without_gpus_sees_none_of_the_hosts(
+    tmp_path: Path, inherited: str, device: Device, expected: str
 ) -> None:
+    """As on a cluster, where a pod that asks for no GPU sees none: a CPU job never lands on one."""
     plan = plan_of(gpu_trainjob(tmp_path, DDP, nodes=2, gpus=0, nproc=1))
-    base = {"PATH": "/bin"} if inherited is None else {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": inherited}
+    base = {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": inherited}
     visible = node_visible_devices(plan, device, base)
     for spec in node_processes(plan, 29500, base, None, visible):
         assert spec.env.get("CUDA_VISIBLE_DEVICES") == expected
