@@ -7,10 +7,10 @@ object with the methods of :class:`TrainingBackend`; the client only forwards to
 - :class:`runtimes.sdk.local_backend.LocalBackend` (here now): renders the TrainJob with the
   same ``render_trainjob`` the cluster path uses and runs it with the local launcher in a
   detached process; status and logs live in the local job store.
-- A Kubernetes backend comes with the controllers: it will submit the very manifest
+- ``trainyard.sdk.KubernetesBackend`` submits the very manifest
   ``runtimes.sdk.trainjobs.build_trainjob`` produces (through the Kubernetes adapter, which
-  lives in ``scheduler``), read status from the TrainJob's conditions and logs from the pods.
-  It will be chosen by passing its config to ``TrainerClient(backend_config=...)``.
+  lives in ``scheduler``), reads status from the TrainJob's conditions and logs from the pods;
+  ``trainyard.sdk.TrainerClient(KubernetesBackendConfig(...))`` chooses it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""`trainyard run TRAINJOB.yaml --local`: run a TrainJob on this machine with real PyTorch.
+"""`trainyard run TRAINJOB.yaml --local | --kubeconfig PATH`: run a TrainJob here, or on a cluster.
 
-The TrainJob is rendered with its runtime (the same render the cluster gets) and its node pods
-run as local processes: numNodes x numProcPerNode ranks on loopback, initializers first, logs
-prefixed with the rank, the JobSet failurePolicy and podFailurePolicy honoured. A node that asks
-for ``nvidia.com/gpu`` gets its own slice of this machine's GPUs (``--device`` overrides).
-Cluster submission comes with the controllers; without ``--local`` this command says so.
+With ``--local`` the TrainJob is rendered with its runtime (the same render the cluster gets) and
+its node pods run as local processes: numNodes x numProcPerNode ranks on loopback, initializers
+first, logs prefixed with the rank, the JobSet failurePolicy and podFailurePolicy honoured. A node
+that asks for ``nvidia.com/gpu`` gets its own slice of this machine's GPUs (``--device`` overrides).
+With ``--kubeconfig`` it is submitted to that cluster and followed to its end
+(``trainyard.cli.run_cluster``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ from trainyard.cli.errors import UserError
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trainjob", type=Path, metavar="TRAINJOB.yaml", help="the TrainJob to run")
     parser.add_argument("--local", action="store_true", help="run on this machine (no Kubernetes)")
+    cluster = parser.add_argument_group("on a cluster (instead of --local)")
+    cluster.add_argument(
+        "--kubeconfig", type=Path, default=None, metavar="PATH", help="submit the TrainJob to this cluster"
+    )
+    cluster.add_argument("--context", default=None, metavar="NAME", help="the kubeconfig context (default: current)")
+    cluster.add_argument(
+        "--namespace", "-n", default=None, metavar="NS", help="default: the file's metadata.namespace, else default"
+    )
+    cluster.add_argument("--no-wait", action="store_true", help="create the TrainJob and return")
+    cluster.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop following after this long (exit 124; the job goes on); default: until it finishes",
+    )
     parser.add_argument(
         "--runtime",
         type=Path,
@@ -53,10 +70,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.local:
+    if args.local == (args.kubeconfig is not None):
         raise UserError(
-            "submitting to a cluster comes with the controllers; run this TrainJob on this machine with --local"
+            "say where to run the TrainJob: --local (on this machine, real PyTorch processes) "
+            "or --kubeconfig PATH (submit it to that cluster and follow it)"
         )
+    if args.kubeconfig is not None:
+        return _run_on_cluster(args)
     # Imported here so that `trainyard --help` and the other commands stay cheap.
     from runtimes.api.trainer import TrainJob
     from runtimes.local import LaunchOptions, LocalJobStore, LocalRunError
@@ -101,6 +121,21 @@ def run(args: argparse.Namespace) -> int:
     if result.succeeded:
         return 0
     return 130 if result.reason == "Stopped" else 1
+
+
+def _run_on_cluster(args: argparse.Namespace) -> int:
+    from trainyard.cli.inputs import one_trainjob
+    from trainyard.cli.run_cluster import Submission, submit
+
+    read, _ = one_trainjob(args.trainjob, strict=args.strict)  # the cluster's runtimes and webhooks judge the rest
+    document = read.document.data
+    namespace = args.namespace or (document.get("metadata") or {}).get("namespace") or "default"
+    submission = Submission(document, read.where(), args.kubeconfig, args.context, str(namespace))
+    try:
+        return submit(submission, wait=not args.no_wait, timeout=args.timeout, echo=_echo)
+    except KeyboardInterrupt:
+        print("stopped following; the TrainJob goes on on the cluster", file=sys.stderr)
+        return 130
 
 
 def _echo(line: str) -> None:

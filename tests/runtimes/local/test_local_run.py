@@ -257,7 +257,7 @@ def test_invalid_yaml_and_missing_local_flag(tmp_path: Path, capsys: pytest.Capt
     assert main(["run", str(path), "--local"]) == 2
     assert re.search(rf"{re.escape(str(path))}:\d+:\d+: invalid YAML", capsys.readouterr().err)
     assert main(["run", str(path)]) == 2
-    assert "comes with the controllers" in capsys.readouterr().err
+    assert "--local (on this machine" in capsys.readouterr().err
 
 
 def test_workdir_that_is_not_a_job_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
