@@ -11,10 +11,16 @@ from typing import Any
 
 import pytest
 import yaml
+from fakeapi.fixtures import FakeApi, fake_api
 
+from scheduler.kube import KubeClient
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+from trainyard.cli.errors import UserError
 from trainyard.cli.main import main
+from trainyard.cli.run_cluster import JobWatch
 from trainyard.localcluster import Sandbox
+
+__all__ = ["fake_api"]
 
 GPU = "nvidia.com/gpu"
 
@@ -109,3 +115,16 @@ def test_an_unreadable_kubeconfig_is_named(tmp_path: Path, capsys: pytest.Captur
     err = capsys.readouterr().err
     assert f"{missing}: cannot use this kubeconfig" in err
     assert "Traceback" not in err
+
+
+async def test_a_namespace_it_may_not_watch_is_said_plainly(fake_api: FakeApi) -> None:
+    fake_api.faults.fail("list", "/workloads", code=403, message="forbidden", times=10_000)
+    api = await fake_api.api_client()
+    try:
+        with pytest.raises(UserError) as refused:
+            async with JobWatch(KubeClient(api), "team-a", "job", print, sync_timeout=0.5):
+                pass
+    finally:
+        await api.close()
+    assert "cannot list and watch TrainJobs and Workloads in namespace 'team-a' within 0.5 s" in str(refused.value)
+    assert "kubectl auth can-i watch workloads.kueue.x-k8s.io -n team-a" in str(refused.value)

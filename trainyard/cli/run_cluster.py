@@ -103,8 +103,11 @@ class JobWatch:
     """Informers on the namespace's TrainJobs and Workloads (list, then watch, as kubectl get -w),
     printing every change of the one job's state as the server delivers it."""
 
-    def __init__(self, client: KubeClient, namespace: str, name: str, echo: Echo) -> None:
+    def __init__(
+        self, client: KubeClient, namespace: str, name: str, echo: Echo, *, sync_timeout: float = 30.0
+    ) -> None:
         self.namespace, self.name, self.echo = namespace, name, echo
+        self.sync_timeout = sync_timeout
         self.uid: str | None = None  # of the TrainJob we created: an older namesake is not ours
         self._informers = [Informer(client, kind, self, namespace=namespace) for kind in ("TrainJob", "Workload")]
         self._tasks: list[asyncio.Task[None]] = []
@@ -117,12 +120,17 @@ class JobWatch:
     async def __aenter__(self) -> JobWatch:
         self._tasks = [asyncio.create_task(informer.run()) for informer in self._informers]
         try:
-            async with asyncio.timeout(30.0):
+            async with asyncio.timeout(self.sync_timeout):
                 for informer in self._informers:
                     await informer.synced.wait()
         except TimeoutError:
             await self.__aexit__()
-            raise UserError(f"cannot list TrainJobs and Workloads in namespace {self.namespace!r}") from None
+            raise UserError(
+                f"cannot list and watch TrainJobs and Workloads in namespace {self.namespace!r} "
+                f"within {self.sync_timeout:g} s: "
+                "check that this kubeconfig's user may (kubectl auth can-i watch workloads.kueue.x-k8s.io "
+                f"-n {self.namespace}) and that the cluster has Trainer's and Kueue's CRDs; --no-wait only creates"
+            ) from None
         return self
 
     async def __aexit__(self, *exc: object) -> None:
