@@ -100,6 +100,12 @@ def fewest_children(child_caps: IntArray, lo: IntArray, hi: IntArray, need: int)
     positions = np.arange(total, dtype=np.int64) - np.repeat(seg_first, lengths) + np.repeat(lo, lengths)
     values = child_caps[positions]
     top = int(values.max()) + 1
+    if top <= 2 and need >= 1:
+        # every child holds at most one unit (whole-node pods on their nodes, the common gang):
+        # the fewest children holding ``need`` are exactly ``need`` wherever there is room, and
+        # the sort below would only confirm it
+        sums = np.add.reduceat(values, seg_first)
+        return np.where(sums >= need, need, np.iinfo(np.int64).max).astype(np.int64)
     keys = np.sort(segment * top + (top - 1 - values))
     ordered = (top - 1) - (keys - segment * top)
     running = np.cumsum(ordered)
