@@ -33,7 +33,8 @@ class _KindSink:
 
 
 class InformerGroup:
-    """One informer per kind into ``sink``; ``run()`` until cancelled, ``synced`` once all listed."""
+    """One informer per kind into ``sink`` (in ``namespace``, or cluster-wide); ``run()`` until
+    cancelled, ``synced`` once all listed."""
 
     def __init__(
         self,
@@ -41,12 +42,15 @@ class InformerGroup:
         kinds: Iterable[str | KubeKind],
         sink: ObjectSink,
         *,
+        namespace: str | None = None,
         settings: InformerSettings | None = None,
     ) -> None:
         self.sink = sink
         self.synced = asyncio.Event()
         forward = _KindSink(self, sink)
-        self.informers = [Informer(client, kind_named(kind), forward, settings=settings) for kind in kinds]
+        self.informers = [
+            Informer(client, kind_named(kind), forward, namespace=namespace, settings=settings) for kind in kinds
+        ]
         self._waiting = len(self.informers)
         if not self.informers:
             raise ValueError("an informer group needs at least one kind")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scheduler.kube import Informer, KubeApiError, KubeClient, close_api_client, load_api_client
+from scheduler.kube import InformerGroup, KubeApiError, KubeClient, close_api_client, load_api_client
 from scheduler.trainjob import TRAINJOB_KIND
 from trainyard.cli.errors import UserError
 from trainyard.cli.tour_render import placement
@@ -109,8 +109,8 @@ class JobWatch:
         self.namespace, self.name, self.echo = namespace, name, echo
         self.sync_timeout = sync_timeout
         self.uid: str | None = None  # of the TrainJob we created: an older namesake is not ours
-        self._informers = [Informer(client, kind, self, namespace=namespace) for kind in ("TrainJob", "Workload")]
-        self._tasks: list[asyncio.Task[None]] = []
+        self._informers = InformerGroup(client, ("TrainJob", "Workload"), self, namespace=namespace)
+        self._task: asyncio.Task[None] | None = None
         self._said: dict[str, str] = {}
         self._seen: dict[str, dict[str, Any]] = {}  # our objects, delivered before we knew the uid
         self._phase: str | None = None
@@ -118,11 +118,10 @@ class JobWatch:
         self._started = time.monotonic()
 
     async def __aenter__(self) -> JobWatch:
-        self._tasks = [asyncio.create_task(informer.run()) for informer in self._informers]
+        self._task = asyncio.create_task(self._informers.run())
         try:
             async with asyncio.timeout(self.sync_timeout):
-                for informer in self._informers:
-                    await informer.synced.wait()
+                await self._informers.synced.wait()
         except TimeoutError:
             await self.__aexit__()
             raise UserError(
@@ -134,11 +133,10 @@ class JobWatch:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
+        if self._task is not None:
+            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await self._task
 
     def follow(self, uid: str) -> None:
         self.uid = uid

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from scheduler.controllers.conditions import find_condition
-from scheduler.kube import Informer, InformerSettings, KubeClient
+from scheduler.kube import InformerGroup, InformerSettings, KubeClient
 
 T = TypeVar("T")
 Key = tuple[str, str, str]  # kind, namespace, name
@@ -87,8 +87,8 @@ class ClusterWatch:
     changes: list[PhaseChange] = field(default_factory=list)
     _phases: dict[Key, str] = field(default_factory=dict)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _informers: list[Informer] = field(default_factory=list)
+    _task: asyncio.Task[None] | None = None
+    _group: InformerGroup | None = None
     _started: float = 0.0
 
     # ------------------------------------------------------------------ the informers' sink
@@ -118,22 +118,18 @@ class ClusterWatch:
 
     async def __aenter__(self) -> ClusterWatch:
         self._started = asyncio.get_running_loop().time()
-        for kind in self.kinds:
-            informer = Informer(self.client, kind, self, settings=self.settings)
-            self._informers.append(informer)
-            self._tasks.append(asyncio.create_task(informer.run(), name=f"cluster-demo-watch-{kind}"))
+        self._group = InformerGroup(self.client, self.kinds, self, settings=self.settings)
+        self._task = asyncio.create_task(self._group.run(), name="cluster-demo-watch")
         async with asyncio.timeout(10.0):
-            for informer in self._informers:
-                await informer.synced.wait()
+            await self._group.synced.wait()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
+        if self._task is not None:
+            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
+                await self._task
+            self._task = None
 
     # ------------------------------------------------------------------ reading
 
