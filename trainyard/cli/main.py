@@ -26,13 +26,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("trainyard.cli.demo", "the README's main job: a short tour on the bundled samples"),
     "convert": ("trainyard.cli.convert", "convert a Training Operator v1 PyTorchJob/TFJob into a TrainJob"),
     "render": ("trainyard.cli.render", "print the JobSet, PodGroup and other objects a TrainJob becomes"),
-    "run": ("trainyard.cli.run", "run a TrainJob on this machine with real PyTorch (--local)"),
+    "run": (
+        "trainyard.cli.run",
+        "run a TrainJob here with real PyTorch (--local), or submit and follow it (--kubeconfig)",
+    ),
     "simulate": (
         "trainyard.cli.simulate",
         "simulate a GPU cluster over virtual time with the real engine (KWOK stages)",
     ),
     "kwok": ("trainyard.cli.kwok", "export a scenario for a real KWOK cluster (Nodes, Stages, Kueue objects, jobs)"),
-    "serve": ("trainyard.cli.serve", "run the cluster services: the admission webhook (HTTPS)"),
+    "serve": ("trainyard.cli.serve", "run the cluster services: the admission webhook (HTTPS) and the controllers"),
     "queues": ("trainyard.cli.queues", "queue quota administration: list, pending, describe, set-quota, what-if"),
     "cluster-demo": (
         "trainyard.cli.tour",
