@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtimes.api.kueue_labels import QUEUE_NAME_LABEL
 from scheduler.kube import InformerGroup, KubeApiError, KubeClient, close_api_client, load_api_client
 from scheduler.trainjob import TRAINJOB_KIND
 from trainyard.cli.errors import UserError
 from trainyard.cli.tour_render import placement
 from trainyard.cli.tour_watch import condition, trainjob_phase, workload_phase
 
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 TIMED_OUT = 124  # as timeout(1): the job goes on, the follow stopped
 Echo = Callable[[str], None]
 
@@ -169,9 +169,10 @@ class JobWatch:
                 if self._phase in ("Complete", "Failed"):
                     self._done.set()
         elif kind == "Workload":
-            if self.uid is not None and self.uid in self._owner_uids(document):
+            owners = _trainjob_owners(document)
+            if self.uid is not None and any(owner.get("uid") == self.uid for owner in owners):
                 self._say(kind, workload_line(document))
-            elif self.uid is None and self._owned_by_name(document):
+            elif self.uid is None and any(owner.get("name") == self.name for owner in owners):
                 self._seen[kind] = document
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
@@ -183,24 +184,20 @@ class JobWatch:
     def mark_loaded(self) -> None:
         return
 
-    def _say(self, subject: str, line: str | None) -> None:
-        if line is not None and self._said.get(subject) != line:
+    def _say(self, subject: str, line: str) -> None:
+        if self._said.get(subject) != line:
             self._said[subject] = line
             self.echo(f"[{time.monotonic() - self._started:6.1f}s] {subject}: {line}")
 
-    def _owner_uids(self, document: Mapping[str, Any]) -> set[Any]:
-        references = (document.get("metadata") or {}).get("ownerReferences") or []
-        return {r.get("uid") for r in references if r.get("kind") == TRAINJOB_KIND}
 
-    def _owned_by_name(self, document: Mapping[str, Any]) -> bool:
-        references = (document.get("metadata") or {}).get("ownerReferences") or []
-        return any(r.get("kind") == TRAINJOB_KIND and r.get("name") == self.name for r in references)
+def _trainjob_owners(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The TrainJob owner references of a Workload (Kueue's job integration sets one)."""
+    references = (document.get("metadata") or {}).get("ownerReferences") or []
+    return [reference for reference in references if reference.get("kind") == TRAINJOB_KIND]
 
 
-def workload_line(workload: Mapping[str, Any] | None) -> str | None:
+def workload_line(workload: Mapping[str, Any]) -> str:
     """The Workload's phase in words, with the condition that explains it."""
-    if workload is None:
-        return None
     name = workload["metadata"]["name"]
     phase = workload_phase(workload)
     if phase == "Pending":
