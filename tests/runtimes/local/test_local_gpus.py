@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from runtimes.examples.metrics import parse_metrics_line
 from runtimes.local.devices import Device, host_gpus, node_visible_devices
 from runtimes.local.errors import LocalRunError
 from runtimes.local.launcher import LaunchOptions, plan_visible_devices
@@ -228,12 +229,9 @@ def test_sdk_local_backend_checks_gpus_up_front_and_passes_device_on(
 
 
 def metrics_losses(log: str) -> list[float]:
-    losses = []
-    for line in log.splitlines():
-        _, _, text = line.partition("] ")
-        if text.startswith("trainyard:metrics "):
-            losses.append(float(json.loads(text[len("trainyard:metrics ") :])["loss"]))
-    return losses
+    """The loss of every metrics line in a rank-prefixed log, read as the launcher reads them."""
+    parsed = (parse_metrics_line(line.partition("] ")[2]) for line in log.splitlines())
+    return [float(values["loss"]) for values in parsed if values is not None]
 
 
 def test_gpu_job_trains_on_the_cpu_with_device_cpu(
