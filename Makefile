@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
 # `make install NATIVE=` skips the compiled engine (then everything runs pure Python)
 NATIVE ?= build/native/engine.sha256
-ENGINE_SOURCES := $(wildcard scheduler/engine/*.py)
+NATIVE_SOURCES := $(wildcard scheduler/engine/*.py scheduler/topology/*.py) scheduler/native.py scheduler/native_build.py
 
 .PHONY: install demo test lint types contracts pytest bench clean
 
@@ -21,14 +21,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,train]'
 	touch $(STAMP)
 
-# The engine's hot modules compiled with mypyc (issue 17): what the tests and the benchmarks run.
-# Rebuilt whenever an engine source changes; at import the engine also checks the sources' sha256
-# and runs pure Python rather than a stale build. A failed build stops `make install` loudly
+# The engine's and the placer's hot modules compiled with mypyc (issue 17): what the tests and the
+# benchmarks run. Rebuilt whenever one of their sources changes; at import each package also checks
+# the sources' sha256 and runs pure Python rather than a stale build. A failed build stops `make install` loudly
 # instead of silently leaving a pure engine behind every later figure.
-$(NATIVE): $(STAMP) $(ENGINE_SOURCES)
-	@echo "compiling the engine's hot modules with mypyc (about a minute of CPU)"
-	@$(BIN)/python -m scheduler.engine.native_build || { \
-	  echo "make install: the mypyc build of scheduler/engine failed (it needs gcc and the Python headers)."; \
+$(NATIVE): $(STAMP) $(NATIVE_SOURCES)
+	@echo "compiling the engine's and the placer's hot modules with mypyc (about two minutes of CPU)"
+	@$(BIN)/python -m scheduler.native_build || { \
+	  echo "make install: the mypyc build of scheduler/engine and scheduler/topology failed (it needs gcc and the Python headers)."; \
 	  echo "Fix that and run make install again; or run 'make install NATIVE=' to keep the pure-Python engine."; \
 	  exit 1; }
 

@@ -41,8 +41,18 @@ def pod_requests(job: JobSpec) -> tuple[int, int, int, int]:
 
 
 def pod_amounts(job: JobSpec) -> np.ndarray:
-    """``pod_requests`` as an int64 row of the node ledger's columns."""
-    return np.array(pod_requests(job), dtype=np.int64)
+    """``pod_requests`` as an int64 row of the node ledger's columns: one shared, read-only
+    array per request shape (a run has a handful of shapes and an admission asks twice)."""
+    requests = pod_requests(job)
+    amounts = _AMOUNTS.get(requests)
+    if amounts is None:
+        amounts = np.array(requests, dtype=np.int64)
+        amounts.setflags(write=False)
+        _AMOUNTS[requests] = amounts
+    return amounts
+
+
+_AMOUNTS: dict[tuple[int, int, int, int], np.ndarray] = {}
 
 
 def _at(now: float) -> str:
@@ -100,16 +110,23 @@ class NodeLedger:
             return [f"{key}: placed on unknown node {unknown}"]
         problems = []
         indexes = np.array(positions, dtype=np.int64)
-        ready = self.ready[indexes]
-        if not ready.all():
-            first = int(indexes[int(np.argmin(ready))])  # argmin: the first pod on a node not Ready
-            problems.append(f"{key}: pod placed on node {self.names[first]}, which is not Ready")
         if len(positions) == 1:
-            self.used[positions[0]] += amounts  # one row: plain in-place add, no ufunc.at
+            # one pod: scalar reads and a plain in-place row add, no fancy indexing or ufunc.at
+            i = positions[0]
+            if not self.ready[i]:
+                problems.append(f"{key}: pod placed on node {self.names[i]}, which is not Ready")
+            row = self.used[i]
+            row += amounts
+            over = bool((row > self.allocatable[i]).any())
         else:
+            ready = self.ready[indexes]
+            if not ready.all():
+                first = int(indexes[int(np.argmin(ready))])  # argmin: the first pod on a node not Ready
+                problems.append(f"{key}: pod placed on node {self.names[first]}, which is not Ready")
             np.add.at(self.used, indexes, amounts)  # a node may host several pods of the gang
-        over_rows = self.used[indexes] > self.allocatable[indexes]
-        if over_rows.any():
+            over = bool((self.used[indexes] > self.allocatable[indexes]).any())
+        if over:
+            over_rows = self.used[indexes] > self.allocatable[indexes]
             i = int(indexes[int(np.argmax(over_rows.any(axis=1)))])
             column = int(np.argmax(self.used[i] > self.allocatable[i]))
             problems.append(
@@ -123,7 +140,10 @@ class NodeLedger:
     def release(self, key: str) -> None:
         placed = self.placed.pop(key, None)
         if placed is not None:
-            np.subtract.at(self.used, placed[0], placed[1])
+            if len(placed[0]) == 1:
+                self.used[placed[0][0]] -= placed[1]  # one row: no ufunc.at
+            else:
+                np.subtract.at(self.used, placed[0], placed[1])
             self._best_tier.release(*placed)
 
     def workloads_on(self, node: str) -> list[str]:

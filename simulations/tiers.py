@@ -72,6 +72,9 @@ class BestTier:
         # placements and releases not yet handed to the capacity state: node positions, usage per pod
         self._pending_nodes: list[np.ndarray] = []
         self._pending_usage: list[np.ndarray] = []
+        # id(a ledger row of per-pod amounts) -> (that row, its amounts in the state's resources);
+        # the ledger hands the same few shared rows again and again (``invariants.pod_amounts``)
+        self._per_pod: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def reserve(self, indexes: np.ndarray, amounts: np.ndarray) -> None:
         """One pod of ``amounts`` (a ledger row) now runs on each of the ledger rows ``indexes``."""
@@ -84,7 +87,13 @@ class BestTier:
     def _apply(self, indexes: np.ndarray, amounts: np.ndarray) -> None:
         if not self._depth or not len(self._capacity.resources):
             return  # never asked: best_level answers -1 without counting
-        per_pod = amounts[self._columns].astype(np.int64)
+        known = self._per_pod.get(id(amounts))
+        if known is None or known[0] is not amounts:
+            known = (amounts, amounts[self._columns].astype(np.int64))
+            if len(self._per_pod) >= MAX_PENDING_CHANGES:
+                self._per_pod.clear()
+            self._per_pod[id(amounts)] = known  # the entry keeps ``amounts`` alive: its id stays its own
+        per_pod = known[1]
         self._pending_nodes.append(self._position[indexes])
         self._pending_usage.append(np.repeat(per_pod[:, None], len(indexes), axis=1))
         if len(self._pending_nodes) >= MAX_PENDING_CHANGES:

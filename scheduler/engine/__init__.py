@@ -8,14 +8,14 @@ torch. Other packages use only the names below; the modules behind them are the 
 cohort tree, ``preemption``/``candidates`` victims, ``placement`` the bridge to
 ``scheduler.topology``, ``restore``/``restore_placements`` rebuilding from Workload status.
 
-When ``make install`` (``python -m scheduler.engine.native_build``) has compiled the hot modules
-and they match their sources, they are what runs (see ``native``); otherwise everything is pure
-Python (``TRAINYARD_PURE_ENGINE=1`` forces that).
+When ``make install`` (``python -m scheduler.native_build``) has compiled the hot modules and
+they match their sources, they are what runs (see ``scheduler.native``); otherwise everything is
+pure Python (``TRAINYARD_PURE_ENGINE=1`` forces that).
 """
 
-from scheduler.engine.native import activate as _activate_native
+from scheduler.native import activate as _activate_native
 
-_activate_native(__path__)  # before any submodule is imported: the imports below must follow it
+_activate_native(__path__, __name__)  # before any submodule is imported: the imports below must follow it
 
 from scheduler.engine.config import EngineConfig, RequeuingStrategy, WaitForPodsReady  # noqa: E402
 from scheduler.engine.core import parse_timestamp  # noqa: E402

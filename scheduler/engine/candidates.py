@@ -21,11 +21,17 @@ from scheduler.engine.quota import FlavorResource
 from scheduler.engine.workloads import WorkloadInfo
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Candidate:
     workload: WorkloadInfo
     cluster_queue: ClusterQueueInfo
     same_queue: bool
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, workload: WorkloadInfo, cluster_queue: ClusterQueueInfo, same_queue: bool) -> None:
+        self.workload = workload
+        self.cluster_queue = cluster_queue
+        self.same_queue = same_queue
 
 
 def ordering(candidate: Candidate) -> tuple[bool, int, float, str]:

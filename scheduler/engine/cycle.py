@@ -28,12 +28,21 @@ CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
 LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Entry:
     cq: ClusterQueueInfo
     workload: WorkloadInfo
     assignment: Assignment
     share: float = 0.0
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, share: float = 0.0
+    ) -> None:
+        self.cq = cq
+        self.workload = workload
+        self.assignment = assignment
+        self.share = share
 
 
 class AdmissionCycle:

@@ -31,7 +31,7 @@ class Mode(enum.IntEnum):
     FIT = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PodSetChoice:
     pod_set: PodSetInfo
     count: int
@@ -40,8 +40,25 @@ class PodSetChoice:
     mode: Mode
     borrow: int
 
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        pod_set: PodSetInfo,
+        count: int,
+        flavors: dict[str, str],
+        usage: dict[FlavorResource, int],
+        mode: Mode,
+        borrow: int,
+    ) -> None:
+        self.pod_set = pod_set
+        self.count = count
+        self.flavors = flavors
+        self.usage = usage
+        self.mode = mode
+        self.borrow = borrow
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Assignment:
     """The flavors chosen for a workload, with the quota it needs and how it fits."""
 
@@ -51,6 +68,23 @@ class Assignment:
     mode: Mode
     borrow: int
     reasons: list[str] = field(default_factory=list)
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        cluster_queue: ClusterQueueInfo,
+        pod_sets: list[PodSetChoice],
+        usage: dict[FlavorResource, int],
+        mode: Mode,
+        borrow: int,
+        reasons: list[str] | None = None,
+    ) -> None:
+        self.cluster_queue = cluster_queue
+        self.pod_sets = pod_sets
+        self.usage = usage
+        self.mode = mode
+        self.borrow = borrow
+        self.reasons = [] if reasons is None else reasons
 
     @property
     def borrows(self) -> bool:
@@ -188,7 +222,7 @@ class _Fungibility:
     preemption_over_borrowing: bool
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Ask:
     """What one assignment asks of the quota tree, shared by every flavor it tries."""
 
@@ -199,6 +233,25 @@ class _Ask:
     reasons: list[str]
     empty: bool
     fair_sharing: bool
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        cq: ClusterQueueInfo,
+        workload: WorkloadInfo,
+        probe: PreemptionProbe | None,
+        usage: dict[FlavorResource, int],
+        reasons: list[str],
+        empty: bool,
+        fair_sharing: bool,
+    ) -> None:
+        self.cq = cq
+        self.workload = workload
+        self.probe = probe
+        self.usage = usage
+        self.reasons = reasons
+        self.empty = empty
+        self.fair_sharing = fair_sharing
 
 
 def assign_flavors(

@@ -47,9 +47,13 @@ class PlacementBook:
         self._request_cache: dict[tuple[int, str, int], tuple[object, PodSetRequest]] = {}
         # (flavor, ids of cached requests) -> placement on the empty flavor, until nodes change
         self._empty_outcomes: dict[tuple[str, tuple[int, ...]], GangPlacement | PlacementFailure] = {}
-        # (flavor, ids of cached requests) -> (placer version, why it failed): on a full cluster
-        # the heads of one shape fail one after another while nothing frees a node
-        self._failures: dict[tuple[str, tuple[int, ...]], tuple[int, PlacementFailure]] = {}
+        # (flavor, ids of cached requests) -> (placer version, the version at which its capacity
+        # last grew or None, why it failed): on a full cluster the heads of one shape fail one
+        # after another while nothing frees a node. A gang of one pod set that found no room
+        # finds none while capacity only shrinks (admissions elsewhere); a gang of several is
+        # placed pod set after pod set, and there less room can change an earlier choice and so
+        # make room for a later one: its failure holds only while nothing changes at all.
+        self._failures: dict[tuple[str, tuple[int, ...]], tuple[int, int | None, PlacementFailure]] = {}
         # assignment shape -> (its pod sets, kept alive; ``_requests``' answer)
         self._plans: dict[tuple[tuple[object, ...], ...], tuple[list[PodSetInfo], _Requests]] = {}
         self._tas_flavors: frozenset[str] | None = None  # flavors with a topologyName
@@ -149,12 +153,12 @@ class PlacementBook:
         """``placer.place``, except that a failure is remembered until the placer's capacity changes."""
 
         failed = self._failures.get((flavor_name, key))
-        if failed is not None and failed[0] == placer.version:
-            return failed[1]
-        version = placer.version
+        if failed is not None and (failed[0] == placer.version or failed[1] == placer.grown):
+            return failed[2]
+        version, grown = placer.versions()
         outcome = placer.place(request)
         if isinstance(outcome, _placement_failure()):
-            self._failures[(flavor_name, key)] = (version, outcome)
+            self._failures[(flavor_name, key)] = (version, grown if len(request.pod_sets) == 1 else None, outcome)
         else:
             self._failures.pop((flavor_name, key), None)
         return outcome
@@ -281,6 +285,8 @@ class VictimsGone:
         self.cq = cq
         self.workload = workload
         self.assignment = assignment
+        self._out = 0  # victims taken out and not yet restored
+        self._before: dict[str, tuple[int, int]] = {}  # flavor -> its placer's versions before the first
 
     def _shift(self, victim: WorkloadInfo, sign: int) -> None:
         if victim.admission is None:
@@ -289,13 +295,26 @@ class VictimsGone:
         for flavor_name, placement in victim.admission.placements.items():
             placer = book._placers.get(flavor_name)
             if placer is not None and id(placement) in book._reserved:
+                if sign < 0 and flavor_name not in self._before:
+                    # no victim has left this placer yet in this search: its versions before it
+                    self._before[flavor_name] = placer.versions()
                 placer.shift_usage([placement], sign)
 
     def remove(self, victim: WorkloadInfo) -> None:
         self._shift(victim, -1)
+        self._out += 1
 
     def restore(self, victim: WorkloadInfo) -> None:
         self._shift(victim, 1)
+        self._out -= 1
+        if not self._out:
+            # every victim is back: the placers hold exactly what they held before the search, so
+            # they take their versions back and answers remembered then (failures) hold again
+            for flavor_name, versions in self._before.items():
+                placer = self.book._placers.get(flavor_name)
+                if placer is not None:
+                    placer.restore_versions(versions)
+            self._before.clear()
 
     def fits(self) -> bool:
         placements, _ = self.book.place(self.cq, self.workload, self.assignment)

@@ -52,11 +52,17 @@ class ExtraFit(Protocol):
     def fits(self) -> bool: ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Victim:
     workload: WorkloadInfo
     reason: str
     message: str
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, workload: WorkloadInfo, reason: str, message: str) -> None:
+        self.workload = workload
+        self.reason = reason
+        self.message = message
 
 
 def _remove(cq: ClusterQueueInfo, workload: WorkloadInfo) -> None:

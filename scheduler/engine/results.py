@@ -37,13 +37,21 @@ class EvictedWorkload:
     requeue_at: float | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CycleResult:
     admitted: list[AdmittedWorkload] = field(default_factory=list)
     preempted: list[PreemptedWorkload] = field(default_factory=list)
     evicted: list[EvictedWorkload] = field(default_factory=list)
     pending: dict[str, str] = field(default_factory=dict)  # key -> why it waits, in words
     rounds: int = 0
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self) -> None:
+        self.admitted = []
+        self.preempted = []
+        self.evicted = []
+        self.pending = {}
+        self.rounds = 0
 
     @property
     def decisions(self) -> int:

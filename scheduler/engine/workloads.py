@@ -40,21 +40,43 @@ class PodSetInfo:
         return {resource: amount * n for resource, amount in self.requests.items()}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PodSetAssignment:
     name: str
     count: int
     flavors: dict[str, str]  # resource -> flavor
     usage: dict[FlavorResource, int]
 
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, name: str, count: int, flavors: dict[str, str], usage: dict[FlavorResource, int]) -> None:
+        self.name = name
+        self.count = count
+        self.flavors = flavors
+        self.usage = usage
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Admission:
     cluster_queue: str
     pod_sets: list[PodSetAssignment]
     usage: dict[FlavorResource, int]
     placements: dict[str, Any] = field(default_factory=dict)  # flavor -> GangPlacement (TAS flavors)
     borrowed: dict[FlavorResource, int] = field(default_factory=dict)
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        cluster_queue: str,
+        pod_sets: list[PodSetAssignment],
+        usage: dict[FlavorResource, int],
+        placements: dict[str, Any] | None = None,
+        borrowed: dict[FlavorResource, int] | None = None,
+    ) -> None:
+        self.cluster_queue = cluster_queue
+        self.pod_sets = pod_sets
+        self.usage = usage
+        self.placements = {} if placements is None else placements
+        self.borrowed = {} if borrowed is None else borrowed
 
     @property
     def flavors(self) -> dict[str, str]:

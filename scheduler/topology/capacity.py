@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from runtimes.k8s.core import Taint, Toleration
 from scheduler.topology.graph import IntArray, NodeInfo, TopologyIndex
+from scheduler.topology.leaf_index import MOVES_PER_CHANGE, SlotBits
 
 BoolArray = npt.NDArray[np.bool_]
 PODS = "pods"
@@ -44,10 +45,17 @@ class PodShape:
     feasible: bool  # False when it asks for a resource no node of the flavor offers
 
 
-@dataclass
+@dataclass(init=False)
 class ShapeCounts:
     slots: IntArray  # pods of the shape that fit on each node
     caps: list[IntArray]  # per level, pods that fit in each domain (caps[-1] is slots)
+    leaf: SlotBits  # the nodes holding each positive count of pods, kept in step with ``slots``
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, slots: IntArray, caps: list[IntArray], leaf: SlotBits) -> None:
+        self.slots = slots
+        self.caps = caps
+        self.leaf = leaf
 
 
 def _toleration_key(t: Toleration) -> tuple[str | None, ...]:
@@ -56,6 +64,19 @@ def _toleration_key(t: Toleration) -> tuple[str | None, ...]:
 
 def _tolerated(tolerations: Sequence[Toleration], taints: tuple[Taint, ...]) -> bool:
     return all(any(t.tolerates(taint) for t in tolerations) for taint in taints)
+
+
+class _ActiveRows:
+    """The cached shapes' divisors and flags gathered once per set of rows, shaped for
+    broadcasting against a block of nodes: ``_refresh`` runs on every multi-node change, and each
+    gather it would otherwise repeat is a numpy call whose fixed cost outweighs its work."""
+
+    def __init__(self, rows: IntArray, state: CapacityState) -> None:
+        self.rows_column = rows[:, None]
+        self.divisors = state._divisors[rows][:, :, None]
+        self.unrequested = state._unrequested[rows][:, :, None]
+        self.asks_nothing = state._asks_nothing[rows][:, None]
+        self.feasible = state._feasible[rows][:, None]
 
 
 class CapacityState:
@@ -70,6 +91,9 @@ class CapacityState:
     ) -> None:
         self.index = index
         self.version = next(_VERSIONS)  # changes with every change of free capacity
+        # changes whenever free capacity may grow (a release, a node changed): while it stays,
+        # capacity has only shrunk, so a pod set that found no room still finds none
+        self.grown = self.version
         self.flavor_tolerations = tuple(flavor_tolerations)
         self.resources = tuple(sorted({res for info in infos for res in info.allocatable}))
         self.resource_index = {res: i for i, res in enumerate(self.resources)}
@@ -96,15 +120,17 @@ class CapacityState:
         self._cap_rows = [np.zeros((rows, len(starts)), dtype=np.int64) for starts in index.starts[:-1]]
         self._row_masks = np.zeros((rows, n), dtype=np.bool_)
         self._row_eligibility: list[tuple[EligibilityKey, tuple[Toleration, ...]] | None] = [None] * rows
+        self._row_bits: list[SlotBits | None] = [None] * rows
         self._divisors = np.ones((rows, resources), dtype=np.int64)
         self._unrequested = np.ones((rows, resources), dtype=np.bool_)
         self._asks_nothing = np.zeros(rows, dtype=np.bool_)
         self._feasible = np.zeros(rows, dtype=np.bool_)
         self._spare_rows = list(range(rows - 1, -1, -1))
         self._active = np.zeros(0, dtype=np.int64)
+        self._active_terms = _ActiveRows(self._active, self)
         # per active row, for the one-node refresh: (row, requested (resource, amount) pairs or
-        # None when the shape asks for nothing, feasible)
-        self._row_terms: list[tuple[int, list[tuple[int, int]] | None, bool]] = []
+        # None when the shape asks for nothing, feasible, its slot bitsets)
+        self._row_terms: list[tuple[int, list[tuple[int, int]] | None, bool, SlotBits]] = []
         # node_domain as Python lists: the one-node refresh reads one entry per level
         self._domain_of: list[list[int]] = [d.tolist() for d in index.node_domain[:-1]]
 
@@ -178,7 +204,9 @@ class CapacityState:
         else:
             self._counts.move_to_end(shape)
         slots = self._slot_rows[row]
-        return ShapeCounts(slots, [caps[row] for caps in self._cap_rows] + [slots])
+        bits = self._row_bits[row]
+        assert bits is not None  # set with the row
+        return ShapeCounts(slots, [caps[row] for caps in self._cap_rows] + [slots], bits)
 
     def _add_row(self, shape: PodShape, tolerations: Sequence[Toleration]) -> int:
         if not self._spare_rows:
@@ -193,6 +221,7 @@ class CapacityState:
             caps[row] = np.add.reduceat(slots, starts) if len(slots) else 0
         self._row_masks[row] = mask
         self._row_eligibility[row] = (shape.eligibility, tuple(tolerations))
+        self._row_bits[row] = SlotBits(self._slot_rows[row])  # the live row: the bitsets read it
         amounts = np.array(shape.amounts, dtype=np.int64).reshape(-1)
         self._divisors[row] = np.where(amounts > 0, amounts, 1)
         self._unrequested[row] = amounts <= 0
@@ -200,12 +229,15 @@ class CapacityState:
         self._feasible[row] = shape.feasible
         self._counts[shape] = row
         self._active = np.array(sorted(self._counts.values()), dtype=np.int64)
+        self._active_terms = _ActiveRows(self._active, self)
         self._row_terms = [self._terms(r) for r in self._active.tolist()]
         return row
 
-    def _terms(self, row: int) -> tuple[int, list[tuple[int, int]] | None, bool]:
+    def _terms(self, row: int) -> tuple[int, list[tuple[int, int]] | None, bool, SlotBits]:
         requested = [(r, int(d)) for r, d in enumerate(self._divisors[row].tolist()) if not self._unrequested[row, r]]
-        return row, requested or None, bool(self._feasible[row])
+        bits = self._row_bits[row]
+        assert bits is not None  # set with the row
+        return row, requested or None, bool(self._feasible[row]), bits
 
     def _slots(self, shape: PodShape, free: IntArray, mask: BoolArray) -> IntArray:
         if not shape.feasible:
@@ -228,6 +260,8 @@ class CapacityState:
     def apply(self, nodes: IntArray, delta: IntArray) -> None:
         """``used[:, nodes] += delta``; patch every cached shape on just those nodes."""
         self.version = next(_VERSIONS)
+        if delta.size and delta.min() < 0:
+            self.grown = self.version
         if len(nodes) == 1:
             # most reservations and releases touch one node: plain column views, no fancy indexing
             i = int(nodes[0])
@@ -255,18 +289,39 @@ class CapacityState:
         if len(nodes) == 1:
             self._refresh_one(int(nodes[0]))
             return
+        terms = self._active_terms
         free = np.maximum(self.free[:, nodes], 0)  # resources × nodes
-        fit = free[None, :, :] // self._divisors[rows][:, :, None]  # shapes × resources × nodes
-        fit = np.where(self._unrequested[rows][:, :, None], _NO_LIMIT, fit).min(axis=1, initial=_NO_LIMIT)
-        fit = np.where(self._asks_nothing[rows][:, None], _UNBOUNDED, fit)
-        block = np.ix_(rows, nodes)
-        fresh = np.where(self._row_masks[block] & self._feasible[rows][:, None], fit, 0)
-        change = fresh - self._slot_rows[block]
+        fit = free[None, :, :] // terms.divisors  # shapes × resources × nodes
+        fit = np.where(terms.unrequested, _NO_LIMIT, fit).min(axis=1, initial=_NO_LIMIT)
+        fit = np.where(terms.asks_nothing, _UNBOUNDED, fit)
+        block = (terms.rows_column, nodes)  # shapes × nodes, by broadcasting (np.ix_ costs more)
+        fresh = np.where(self._row_masks[block] & terms.feasible, fit, 0)
+        old = self._slot_rows[block]
+        change = fresh - old
         if not change.any():
             return
         self._slot_rows[block] = fresh
+        positions = nodes.tolist()
+        moved = (change != 0).sum(axis=1).tolist()
+        for row, moves, before_row, after_row in zip(rows.tolist(), moved, old.tolist(), fresh.tolist(), strict=True):
+            row_bits = self._row_bits[row]
+            assert row_bits is not None  # an active row
+            if moves > MOVES_PER_CHANGE or row_bits.stale:
+                row_bits.mark_stale()  # rebuilt when next asked, if ever
+                continue
+            for node, before, after in zip(positions, before_row, after_row, strict=True):
+                if before != after:
+                    row_bits.move(node, before, after)
+        per_shape: IntArray | None = None
         for level, caps in enumerate(self._cap_rows):
-            np.add.at(caps, (rows[:, None], self.index.node_domain[level][nodes][None, :]), change)
+            domains = self.index.node_domain[level][nodes]
+            if domains[0] == domains[-1]:
+                # nodes in topology order: all in one domain at this level (a gang in one block)
+                if per_shape is None:
+                    per_shape = change.sum(axis=1)
+                caps[rows, domains[0]] += per_shape
+            else:
+                np.add.at(caps, (terms.rows_column, domains[None, :]), change)
 
     def _refresh_one(self, i: int) -> None:
         """``_refresh`` of one node in plain Python: most reservations and releases touch one
@@ -276,7 +331,7 @@ class CapacityState:
         slot_rows = self._slot_rows
         masks = self._row_masks[:, i].tolist()  # one read per row below would cost a numpy call each
         slots = slot_rows[:, i].tolist()
-        for row, requested, feasible in self._row_terms:
+        for row, requested, feasible, row_bits in self._row_terms:
             if not feasible or not masks[row]:
                 fresh = 0
             elif requested is None:
@@ -286,12 +341,14 @@ class CapacityState:
             change = fresh - slots[row]
             if change:
                 slot_rows[row, i] = fresh
+                row_bits.move(i, slots[row], fresh)
                 for caps, domain_of in zip(self._cap_rows, self._domain_of, strict=True):
                     caps[row, domain_of[i]] += change
 
     def update_node(self, i: int, info: NodeInfo) -> None:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""
         self.version = next(_VERSIONS)
+        self.grown = self.version
         for res in info.allocatable:
             if res not in self.resource_index:
                 raise KeyError(res)  # a new resource: the caller rebuilds

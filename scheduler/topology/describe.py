@@ -45,6 +45,8 @@ class PlacementDescriber:
             return 0, 0, 0
         index = self.index
         last = index.depth - 1
+        if nodes[0] == nodes[-1]:  # in topology order: all on one node
+            return last, int(index.node_domain[last][nodes[0]]), 1
         for level in range(last, -1, -1):
             ids = index.node_domain[level][nodes]
             if ids.min() == ids.max():

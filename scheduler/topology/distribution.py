@@ -105,10 +105,12 @@ class Distributor:
     def choose_domain(self, counts: ShapeCounts, level: int, caps: IntArray, need: int, levels: PodSetLevels) -> int:
         """Among the domains at ``level`` with room for ``need`` units: fewest children, tightest."""
         if level == self.index.depth - 1:
-            # one node holds the pod set: the tightest that fits, first in topology order (argmin
-            # keeps the first of equal values); no list of the thousands of nodes that fit. An
-            # exact fit is the tightest there is, and on a busy cluster there usually is one:
-            # finding the first costs a comparison and a short-circuiting argmax.
+            # one node holds the pod set: the tightest that fits, first in topology order
+            if levels.unit(level) == 1:
+                # counted in pods: the shape's bitsets name that node without a scan
+                return counts.leaf.tightest(need)
+            # in slices: the tightest by a masked argmin (which keeps the first of equal values);
+            # an exact fit is the tightest there is, found by a short-circuiting argmax
             exact = caps == need
             first = int(exact.argmax())
             if exact[first]:
@@ -128,6 +130,33 @@ class Distributor:
         full_spans = np.full(len(caps), _NO_FIT, dtype=np.int64)
         full_spans[candidates] = spans
         return tightest_domain(caps, candidates, full_spans)
+
+    def no_room(
+        self, flavor_name: str, ps: PodSetRequest, levels: PodSetLevels, counts: ShapeCounts
+    ) -> PlacementFailure:
+        """Why no domain at or below the pod set's top level holds it, with the most room there is."""
+        index = self.index
+        what = f"{ps.count} pods × {ps.describe_pod()}"
+        if levels.slice_level is not None:
+            slice_label = index.level_names[levels.slice_level]
+            what = (
+                f"{ps.count // levels.slice_size} slices of {levels.slice_size} pods × "
+                f"{ps.describe_pod()}, each slice in one {slice_label}"
+            )
+        caps = self.unit_caps(counts, levels.top, levels)
+        room = int(caps.max()) if len(caps) else 0
+        unit = "slices" if levels.slice_level is not None else "pods"
+        if levels.required:
+            label = index.level_names[levels.top]
+            return PlacementFailure(
+                f"pod set {ps.name!r} needs {what} in one {label}; the largest {short(label)} "
+                f"has room for {room} {unit}",
+                ps.name,
+            )
+        return PlacementFailure(
+            f"pod set {ps.name!r} needs {what}; flavor {flavor_name!r} has room for {room} {unit}",
+            ps.name,
+        )
 
     def distribute(
         self,
@@ -164,7 +193,12 @@ class Distributor:
             self.distribute(counts, child, lo + offset, amount, levels, out)
 
 
-@dataclass
+def short(label: str | None) -> str:
+    """``network.topology.nvidia.com/block`` → ``block``."""
+    return "flavor" if label is None else label.rsplit("/", 1)[-1]
+
+
+@dataclass(init=False)
 class Picked:
     """Where ``Distributor.distribute`` put a pod set's pods: (node, pods) pairs, and node ranges
     ``[start, end)`` of domains taken whole (each node there holds ``slots[node]`` pods)."""
@@ -172,6 +206,12 @@ class Picked:
     slots: IntArray
     pairs: list[tuple[int, int]] = field(default_factory=list)
     ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, slots: IntArray) -> None:
+        self.slots = slots
+        self.pairs = []
+        self.ranges = []
 
     def expand(self) -> IntArray:
         """One node per rank, ranks in topology (node index) order."""

@@ -45,17 +45,17 @@ from scheduler.topology.model import (
 _SHAPES_KEPT = 1024
 
 
-def short(label: str | None) -> str:
-    """``network.topology.nvidia.com/block`` → ``block``."""
-    return "flavor" if label is None else label.rsplit("/", 1)[-1]
-
-
-@dataclass
+@dataclass(init=False)
 class _Found:
     """One pod set's nodes (positions in topology order, one per pod) before naming."""
 
     request: PodSetRequest
     nodes: IntArray
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, request: PodSetRequest, nodes: IntArray) -> None:
+        self.request = request
+        self.nodes = nodes
 
 
 class TopologyPlacer:
@@ -83,6 +83,9 @@ class TopologyPlacer:
         self._empty: CapacityState | None = None
         # id(request) -> (request, the state it was read for, its shape); the entry keeps both alive
         self._shapes: dict[int, tuple[PodSetRequest, CapacityState, PodShape]] = {}
+        # id(request) -> (request, its levels on this index): as with shapes, the entry keeps it alive
+        self._levels: dict[int, tuple[PodSetRequest, PodSetLevels | PlacementFailure]] = {}
+        self._vectors: dict[int, tuple[PodSetRequest, IntArray]] = {}  # id(request) -> (request, per-pod usage)
         self.distributor = Distributor(self.index)
         self.describer = PlacementDescriber(self.index, graph.topology_levels)
         # id(reserved placement) -> (placement, node positions, usage): positions of this index
@@ -94,6 +97,20 @@ class TopologyPlacer:
         return self.state.version
 
     @property
+    def grown(self) -> int:
+        """Changes whenever free capacity may have grown: while it stays, a one-unit request
+        ``place`` could not place still cannot be placed (less room never makes a fit)."""
+        return self.state.grown
+
+    def versions(self) -> tuple[int, int]:
+        """(version, grown), to hand back to ``restore_versions`` once every change made after
+        this call has been undone exactly (a preemption search putting its victims back)."""
+        return self.state.version, self.state.grown
+
+    def restore_versions(self, versions: tuple[int, int]) -> None:
+        self.state.version, self.state.grown = versions
+
+    @property
     def levels(self) -> tuple[str, ...]:
         """The levels a pod set may name: the Topology's, plus the NVLink clique level if present."""
         return self.index.levels
@@ -103,7 +120,7 @@ class TopologyPlacer:
     def place(self, request: GangRequest, *, simulate_empty: bool = False) -> GangPlacement | PlacementFailure:
         """A node for every pod of every pod set, or why not. Reserves nothing."""
         state = self._empty_state() if simulate_empty else self.state
-        version = state.version
+        version, grown = state.version, state.grown
         found: dict[str, _Found] = {}
         applied: list[tuple[IntArray, IntArray]] = []
         units = placement_units(request)
@@ -125,7 +142,7 @@ class TopologyPlacer:
         finally:
             for nodes, delta in reversed(applied):
                 state.apply(nodes, -delta)
-            state.version = version  # the tentative pods are gone again: the same state as before
+            state.version, state.grown = version, grown  # the tentative pods are gone: the same state as before
         return GangPlacement(
             self.flavor.name, tuple(self.describer.describe(p, found[p.name].nodes) for p in request.pod_sets)
         )
@@ -136,7 +153,14 @@ class TopologyPlacer:
         return self._empty
 
     def _resolve(self, ps: PodSetRequest) -> PodSetLevels | PlacementFailure:
-        return resolve_levels(self.index, ps, f"Topology {self.topology.name!r} (flavor {self.flavor.name!r})")
+        known = self._levels.get(id(ps))
+        if known is not None and known[0] is ps:
+            return known[1]
+        levels = resolve_levels(self.index, ps, f"Topology {self.topology.name!r} (flavor {self.flavor.name!r})")
+        if len(self._levels) >= _SHAPES_KEPT:
+            self._levels.clear()
+        self._levels[id(ps)] = (ps, levels)
+        return levels
 
     def _shape(self, state: CapacityState, ps: PodSetRequest) -> tuple[PodShape, ShapeCounts]:
         # the engine hands the same request objects again and again: their shape is kept
@@ -176,39 +200,24 @@ class TopologyPlacer:
         distributor = self.distributor
         last = self.index.depth - 1
         for level in range(last, levels.top - 1, -1):
-            caps = distributor.unit_caps(counts, level, levels)
             need = ps.count // levels.unit(level)
+            if level == last and levels.unit(level) == 1:
+                # nodes in pods: their counts' bitsets answer without scanning every node
+                if counts.leaf.most() >= need:
+                    caps = counts.slots
+                    break
+                continue
+            caps = distributor.unit_caps(counts, level, levels)
             if len(caps) and int(caps.max()) >= need:
                 break
         else:
-            return self._no_room(ps, levels, counts)
+            return self.distributor.no_room(self.flavor.name, ps, levels, counts)
         domain = distributor.choose_domain(counts, level, caps, need, levels)
+        if level == last:
+            return [_Found(ps, np.full(ps.count, domain, dtype=np.int64))]  # one node holds them all
         picked = Picked(counts.slots)
         distributor.distribute(counts, level, domain, need, levels, picked)
         return [_Found(ps, picked.expand())]
-
-    def _no_room(self, ps: PodSetRequest, levels: PodSetLevels, counts: ShapeCounts) -> PlacementFailure:
-        what = f"{ps.count} pods × {ps.describe_pod()}"
-        if levels.slice_level is not None:
-            slice_label = self.index.level_names[levels.slice_level]
-            what = (
-                f"{ps.count // levels.slice_size} slices of {levels.slice_size} pods × "
-                f"{ps.describe_pod()}, each slice in one {slice_label}"
-            )
-        caps = self.distributor.unit_caps(counts, levels.top, levels)
-        room = int(caps.max()) if len(caps) else 0
-        unit = "slices" if levels.slice_level is not None else "pods"
-        if levels.required:
-            label = self.index.level_names[levels.top]
-            return PlacementFailure(
-                f"pod set {ps.name!r} needs {what} in one {label}; the largest {short(label)} "
-                f"has room for {room} {unit}",
-                ps.name,
-            )
-        return PlacementFailure(
-            f"pod set {ps.name!r} needs {what}; flavor {self.flavor.name!r} has room for {room} {unit}",
-            ps.name,
-        )
 
     # ------------------------------------------------------------------- leader with workers
 
@@ -269,7 +278,7 @@ class TopologyPlacer:
         positions: list[int] = []
         blocks: list[IntArray] = []
         for ps in placement.pod_sets:
-            vector = self.state.amounts_vector(ps.requests)
+            vector = self._amounts_vector(ps.request)
             found = [self.index.position.get(name) for name in ps.nodes]
             if strict and None in found:
                 name = ps.nodes[found.index(None)]
@@ -282,7 +291,18 @@ class TopologyPlacer:
             blocks.append(np.repeat(vector[:, None], len(kept), axis=1))
         if not positions:
             return np.zeros(0, dtype=np.int64), np.zeros((len(self.state.resources), 0), dtype=np.int64)
-        return np.array(positions, dtype=np.int64), np.concatenate(blocks, axis=1)
+        return np.array(positions, dtype=np.int64), blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
+
+    def _amounts_vector(self, request: PodSetRequest) -> IntArray:
+        """``state.amounts_vector`` of one pod of ``request`` (read-only), kept per request."""
+        known = self._vectors.get(id(request))
+        if known is not None and known[0] is request:
+            return known[1]
+        vector = self.state.amounts_vector(request.requests)
+        if len(self._vectors) >= _SHAPES_KEPT:
+            self._vectors.clear()
+        self._vectors[id(request)] = (request, vector)
+        return vector
 
     def reserve(self, placement: GangPlacement) -> None:
         """Take the placement's pods from the free capacity (ValueError if that overcommits)."""
@@ -296,8 +316,9 @@ class TopologyPlacer:
             touched, inverse = np.unique(nodes, return_inverse=True)
             added = np.zeros((delta.shape[0], len(touched)), dtype=np.int64)
             np.add.at(added.T, inverse, delta.T)
-        over = (self.state.free[:, touched] < 0) & (added > 0)
-        if over.any():
+        free = self.state.free[:, touched]
+        over = (free < 0) & (added > 0) if free.min() < 0 else None  # nothing negative: nothing over
+        if over is not None and over.any():
             self.state.apply(nodes, -delta)
             bad = self.index.names[int(touched[np.flatnonzero(over.any(axis=0))[0]])]
             raise ValueError(

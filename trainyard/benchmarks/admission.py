@@ -30,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from scheduler.engine.native import is_compiled
+    from scheduler.native import is_compiled
     from simulations.events import RandomStreams
     from simulations.scenarios import BUILTIN, build
 

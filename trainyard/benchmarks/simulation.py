@@ -22,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from scheduler.engine.native import is_compiled
+    from scheduler.native import is_compiled
     from simulations.scenarios import BENCH_SCENARIO, build
     from simulations.simulator import Simulation
     from trainyard.benchmarks.decision_hash import decision_hash

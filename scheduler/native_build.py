@@ -1,9 +1,9 @@
-"""Compile the engine's hot modules with mypyc: ``python -m scheduler.engine.native_build``.
+"""Compile the scheduler's hot modules with mypyc: ``python -m scheduler.native_build``.
 
 Builds from a copy of the sources (mypyc writes next to what it compiles, and the working tree
 must stay pure Python) into ``build/native/`` with the sources' digest, which
-``scheduler.engine.native.activate`` checks at every import. Needs mypy (with mypyc) and a C
-compiler with the Python headers; without them the engine simply stays pure Python.
+``scheduler.native.activate`` checks at every import. Needs mypy (with mypyc) and a C
+compiler with the Python headers; without them the scheduler simply stays pure Python.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from scheduler.engine.native import BUILD_DIR, COMPILED, ROOT, STAMP, source_digest
+from scheduler.native import BUILD_DIR, COMPILED, ROOT, STAMP, source_digest, source_path
 
 
 def build() -> Path:
@@ -28,24 +28,28 @@ def build() -> Path:
         for package in ("runtimes", "scheduler"):
             shutil.copytree(ROOT / package, work / package, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(ROOT / "pyproject.toml", work)  # the project's mypy settings
-        sources = [f"scheduler/engine/{name}.py" for name in COMPILED]
+        sources = [str(source_path(package, name).relative_to(ROOT)) for package, name in _modules()]
         env = {**os.environ, "PYTHONPATH": str(work)}
         subprocess.run([sys.executable, "-m", "mypyc", *sources], cwd=work, env=env, check=True)
         if BUILD_DIR.exists():
             shutil.rmtree(BUILD_DIR)
-        target = BUILD_DIR / "scheduler" / "engine"
-        target.mkdir(parents=True)
         suffix = str(sysconfig.get_config_var("EXT_SUFFIX"))
-        for name in COMPILED:
-            shutil.copy2(work / "scheduler" / "engine" / f"{name}{suffix}", target)
+        for package, name in _modules():
+            target = BUILD_DIR.joinpath(*package.split("."))
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(work.joinpath(*package.split("."), f"{name}{suffix}"), target)
         for shared in work.glob(f"*__mypyc{suffix}"):
             shutil.copy2(shared, BUILD_DIR)
     STAMP.write_text(digest + "\n")
     return BUILD_DIR
 
 
+def _modules() -> list[tuple[str, str]]:
+    return [(package, name) for package, modules in COMPILED.items() for name in modules]
+
+
 def main() -> int:
-    print(f"compiled {len(COMPILED)} engine modules into {build()}")
+    print(f"compiled {len(_modules())} modules of {', '.join(COMPILED)} into {build()}")
     return 0
 
 
