@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from scheduler.topology import CapacityState, NodeInfo, TopologyIndex
+from scheduler.topology.capacity import PodShape
 
 # The index's own per-node level, added when the deepest ledger level does not already put every
 # node in a domain of its own (the index always ends at nodes).
@@ -69,42 +70,47 @@ class BestTier:
         self._capacity = CapacityState(TopologyIndex.of_nodes(index_levels, self._infos), self._infos)
         # the capacity state's resource rows, as columns of the ledger's per-pod amounts
         self._columns = np.array([self._resources.index(res) for res in self._capacity.resources], dtype=np.int64)
-        # placements and releases not yet handed to the capacity state: node positions, usage per pod
-        self._pending_nodes: list[np.ndarray] = []
-        self._pending_usage: list[np.ndarray] = []
+        # placements and releases not yet handed to the capacity state: ledger rows, and the
+        # change per pod (negative for a release) with the number of pods
+        self._pending_rows: list[np.ndarray] = []
+        self._pending_usage: list[tuple[np.ndarray, int]] = []
         # id(a ledger row of per-pod amounts) -> (that row, its amounts in the state's resources);
         # the ledger hands the same few shared rows again and again (``invariants.pod_amounts``)
-        self._per_pod: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._per_pod: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # (id(amounts), node selector) -> (amounts, the capacity state's pod shape for them)
+        self._shapes: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[np.ndarray, PodShape]] = {}
 
     def reserve(self, indexes: np.ndarray, amounts: np.ndarray) -> None:
         """One pod of ``amounts`` (a ledger row) now runs on each of the ledger rows ``indexes``."""
-        self._apply(indexes, amounts)
+        self._apply(indexes, amounts, taken=True)
 
     def release(self, indexes: np.ndarray, amounts: np.ndarray) -> None:
         """The pods ``reserve`` was told of are gone."""
-        self._apply(indexes, -amounts)
+        self._apply(indexes, amounts, taken=False)
 
-    def _apply(self, indexes: np.ndarray, amounts: np.ndarray) -> None:
+    def _apply(self, indexes: np.ndarray, amounts: np.ndarray, *, taken: bool) -> None:
         if not self._depth or not len(self._capacity.resources):
             return  # never asked: best_level answers -1 without counting
         known = self._per_pod.get(id(amounts))
         if known is None or known[0] is not amounts:
-            known = (amounts, amounts[self._columns].astype(np.int64))
+            per_pod = amounts[self._columns].astype(np.int64)
+            known = (amounts, per_pod, -per_pod)
             if len(self._per_pod) >= MAX_PENDING_CHANGES:
                 self._per_pod.clear()
             self._per_pod[id(amounts)] = known  # the entry keeps ``amounts`` alive: its id stays its own
-        per_pod = known[1]
-        self._pending_nodes.append(self._position[indexes])
-        self._pending_usage.append(np.repeat(per_pod[:, None], len(indexes), axis=1))
-        if len(self._pending_nodes) >= MAX_PENDING_CHANGES:
+        self._pending_rows.append(indexes)
+        self._pending_usage.append((known[1] if taken else known[2], len(indexes)))
+        if len(self._pending_rows) >= MAX_PENDING_CHANGES:
             self._catch_up()
 
     def _catch_up(self) -> None:
         """Hand the capacity state every change since the last query in one ``apply``: most
         placements and releases are never asked about, and usage adds up the same in any order."""
-        if self._pending_nodes:
-            nodes, usage = np.concatenate(self._pending_nodes), np.concatenate(self._pending_usage, axis=1)
-            self._pending_nodes.clear()
+        if self._pending_rows:
+            nodes = self._position[np.concatenate(self._pending_rows)]
+            per_change = np.stack([usage for usage, _ in self._pending_usage], axis=1)  # resources × changes
+            usage = np.repeat(per_change, [pods for _, pods in self._pending_usage], axis=1)
+            self._pending_rows.clear()
             self._pending_usage.clear()
             self._capacity.apply(nodes, usage)
 
@@ -116,9 +122,16 @@ class BestTier:
             return -1
         self._catch_up()
         self._carry_over_readiness()
-        requests = {res: int(amount) for res, amount in zip(self._resources, amounts.tolist(), strict=True)}
         capacity = self._capacity
-        caps = capacity.counts(capacity.shape(requests, (), node_selector)).caps
+        key = (id(amounts), tuple(sorted(node_selector.items())))
+        known = self._shapes.get(key)
+        if known is None or known[0] is not amounts:
+            requests = {res: int(amount) for res, amount in zip(self._resources, amounts.tolist(), strict=True)}
+            known = (amounts, capacity.shape(requests, (), node_selector))
+            if len(self._shapes) >= MAX_PENDING_CHANGES:
+                self._shapes.clear()
+            self._shapes[key] = known  # keeps ``amounts`` alive, as ``_per_pod`` does
+        caps = capacity.counts(known[1]).caps
         for depth in range(self._depth - 1, -1, -1):
             if int(caps[depth + 1].max()) >= pods:  # the index's level 0 is the whole cluster
                 return depth

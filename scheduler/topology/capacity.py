@@ -99,7 +99,7 @@ class CapacityState:
         self.resource_index = {res: i for i, res in enumerate(self.resources)}
         n = len(infos)
         self.alloc = np.zeros((len(self.resources), n), dtype=np.int64)
-        self.used = np.zeros_like(self.alloc)
+        taken = np.zeros_like(self.alloc)
         self.usable = np.zeros(n, dtype=np.bool_)
         self.labels: list[dict[str, str]] = []
         self.taint_sets: list[tuple[Taint, ...]] = []
@@ -109,8 +109,9 @@ class CapacityState:
             self._set_node(i, info)
             for res, amount in (used or {}).get(info.name, {}).items():
                 if res in self.resource_index:
-                    self.used[self.resource_index[res], i] = amount
-        self.free = self.alloc - self.used
+                    taken[self.resource_index[res], i] = amount
+        # only ``free`` is kept up to date (one numpy update per change); ``used`` is derived
+        self.free = self.alloc - taken
         # eligibility key → (the tolerations it was built from, mask over nodes)
         self._masks: OrderedDict[EligibilityKey, tuple[tuple[Toleration, ...], BoolArray]] = OrderedDict()
         # cached shapes: shape -> row of the matrices below (least recently used first)
@@ -257,28 +258,41 @@ class CapacityState:
 
     # --------------------------------------------------------------------- incremental updates
 
-    def apply(self, nodes: IntArray, delta: IntArray) -> None:
-        """``used[:, nodes] += delta``; patch every cached shape on just those nodes."""
+    @property
+    def used(self) -> IntArray:
+        """Used amounts (resources × nodes), derived from what is free."""
+        return self.alloc - self.free
+
+    def apply(
+        self, nodes: IntArray, delta: IntArray, *, ascending: bool | None = None, frees: bool | None = None
+    ) -> None:
+        """``used[:, nodes] += delta``; patch every cached shape on just those nodes.
+
+        Callers that know it say whether ``nodes`` is strictly ascending (distinct, in topology
+        order) and whether the change frees capacity; otherwise both are worked out here.
+        """
         self.version = next(_VERSIONS)
-        if delta.size and delta.min() < 0:
+        if frees is None:
+            frees = bool(delta.size) and bool(delta.min() < 0)
+        if frees:
             self.grown = self.version
         if len(nodes) == 1:
-            # most reservations and releases touch one node: plain column views, no fancy indexing
+            # most reservations and releases touch one node: a plain column view, no fancy indexing
             i = int(nodes[0])
-            used = self.used[:, i]
-            used += delta[:, 0]
-            self.free[:, i] = self.alloc[:, i] - used
+            free = self.free[:, i]
+            free -= delta[:, 0]
             if len(self._active):
                 self._refresh_one(i)
             return
-        if bool((nodes[1:] > nodes[:-1]).all()):
-            # distinct positions (placements list their nodes in topology order): no add.at needed
+        if ascending is None:
+            ascending = bool((nodes[1:] > nodes[:-1]).all())
+        if ascending:
+            # distinct positions (placements list their nodes in topology order): no ufunc.at needed
             unique = nodes
-            self.used[:, nodes] += delta
+            self.free[:, nodes] -= delta
         else:
-            np.add.at(self.used.T, nodes, delta.T)  # .T is a view: columns are nodes
+            np.subtract.at(self.free.T, nodes, delta.T)  # .T is a view: columns are nodes
             unique = np.unique(nodes)
-        self.free[:, unique] = self.alloc[:, unique] - self.used[:, unique]
         self._refresh(unique)
 
     def _refresh(self, nodes: IntArray) -> None:
@@ -352,9 +366,10 @@ class CapacityState:
         for res in info.allocatable:
             if res not in self.resource_index:
                 raise KeyError(res)  # a new resource: the caller rebuilds
+        used = self.alloc[:, i] - self.free[:, i]
         self.alloc[:, i] = 0
         self._set_node(i, info)
-        self.free[:, i] = self.alloc[:, i] - self.used[:, i]
+        self.free[:, i] = self.alloc[:, i] - used
         nodes = np.array([i], dtype=np.int64)
         for key, (tolerations, mask) in self._masks.items():
             mask[nodes] = self._compute_mask(key, tolerations, nodes)
@@ -366,11 +381,10 @@ class CapacityState:
 
     def used_by_name(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
-        cols = np.flatnonzero(self.used.any(axis=0))
+        used = self.used
+        cols = np.flatnonzero(used.any(axis=0))
         for i in cols:
-            out[self.index.names[int(i)]] = {
-                res: int(self.used[r, i]) for r, res in enumerate(self.resources) if self.used[r, i]
-            }
+            out[self.index.names[int(i)]] = {res: int(used[r, i]) for r, res in enumerate(self.resources) if used[r, i]}
         return out
 
     def amounts_vector(self, requests: Mapping[str, int]) -> IntArray:

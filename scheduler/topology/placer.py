@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -89,7 +90,7 @@ class TopologyPlacer:
         self.distributor = Distributor(self.index)
         self.describer = PlacementDescriber(self.index, graph.topology_levels)
         # id(reserved placement) -> (placement, node positions, usage): positions of this index
-        self._usage_cache: dict[int, tuple[GangPlacement, IntArray, IntArray]] = {}
+        self._usage_cache: dict[int, tuple[GangPlacement, IntArray, IntArray, bool]] = {}
 
     @property
     def version(self) -> int:
@@ -270,11 +271,12 @@ class TopologyPlacer:
 
     # -------------------------------------------------------------------- reserve / release
 
-    def _placement_usage(self, placement: GangPlacement, *, strict: bool) -> tuple[IntArray, IntArray]:
-        """(node positions, resources × pods) of a placement's pods; reserved ones are cached."""
+    def _placement_usage(self, placement: GangPlacement, *, strict: bool) -> tuple[IntArray, IntArray, bool]:
+        """(node positions, resources × pods, whether the positions are strictly ascending) of a
+        placement's pods; reserved ones are cached."""
         cached = self._usage_cache.get(id(placement))
         if cached is not None and cached[0] is placement:
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
         positions: list[int] = []
         blocks: list[IntArray] = []
         for ps in placement.pod_sets:
@@ -290,8 +292,11 @@ class TopologyPlacer:
             positions.extend(kept)
             blocks.append(np.repeat(vector[:, None], len(kept), axis=1))
         if not positions:
-            return np.zeros(0, dtype=np.int64), np.zeros((len(self.state.resources), 0), dtype=np.int64)
-        return np.array(positions, dtype=np.int64), blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
+            return np.zeros(0, dtype=np.int64), np.zeros((len(self.state.resources), 0), dtype=np.int64), True
+        # one pod per node in topology order (the usual gang) needs no merging of repeated nodes
+        ascending = all(a < b for a, b in pairwise(positions))
+        delta = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
+        return np.array(positions, dtype=np.int64), delta, ascending
 
     def _amounts_vector(self, request: PodSetRequest) -> IntArray:
         """``state.amounts_vector`` of one pod of ``request`` (read-only), kept per request."""
@@ -306,11 +311,11 @@ class TopologyPlacer:
 
     def reserve(self, placement: GangPlacement) -> None:
         """Take the placement's pods from the free capacity (ValueError if that overcommits)."""
-        nodes, delta = self._placement_usage(placement, strict=True)
+        nodes, delta, ascending = self._placement_usage(placement, strict=True)
         if not len(nodes):
             return
-        self.state.apply(nodes, delta)
-        if len(nodes) < 2 or bool((nodes[1:] > nodes[:-1]).all()):
+        self.state.apply(nodes, delta, ascending=ascending, frees=False)
+        if ascending:
             touched, added = nodes, delta  # distinct nodes in topology order: nothing to merge
         else:
             touched, inverse = np.unique(nodes, return_inverse=True)
@@ -319,7 +324,7 @@ class TopologyPlacer:
         free = self.state.free[:, touched]
         over = (free < 0) & (added > 0) if free.min() < 0 else None  # nothing negative: nothing over
         if over is not None and over.any():
-            self.state.apply(nodes, -delta)
+            self.state.apply(nodes, -delta, ascending=ascending, frees=True)
             bad = self.index.names[int(touched[np.flatnonzero(over.any(axis=0))[0]])]
             raise ValueError(
                 f"placement on flavor {placement.flavor!r} no longer fits: node {bad} would be "
@@ -327,27 +332,30 @@ class TopologyPlacer:
             )
         # kept while reserved (positions stay valid until the next rebuild): preemption moves
         # reserved gangs out and back in many times per cycle
-        self._usage_cache[id(placement)] = (placement, nodes, delta)
+        self._usage_cache[id(placement)] = (placement, nodes, delta, ascending)
 
     def shift_usage(self, placements: Sequence[GangPlacement], sign: int) -> None:
         """Take reserved ``placements`` out (sign -1) or put them back (sign +1) in one update,
         without the overcommit check: for asking "would it fit with these gangs gone" and
         undoing that exactly. Nodes no longer in the flavor are skipped both ways."""
         parts = [self._placement_usage(p, strict=False) for p in placements]
-        parts = [(nodes, delta) for nodes, delta in parts if len(nodes)]
-        if parts:
-            nodes = np.concatenate([n for n, _ in parts])
-            delta = np.concatenate([d for _, d in parts], axis=1)
-            self.state.apply(nodes, sign * delta)
+        parts = [part for part in parts if len(part[0])]
+        if len(parts) == 1:
+            nodes, delta, ascending = parts[0]
+            self.state.apply(nodes, sign * delta, ascending=ascending, frees=sign < 0)
+        elif parts:
+            nodes = np.concatenate([part[0] for part in parts])
+            delta = np.concatenate([part[1] for part in parts], axis=1)
+            self.state.apply(nodes, sign * delta, frees=sign < 0)
 
     def release(self, placement: GangPlacement) -> None:
         """Give the placement's pods back (the workload finished or was evicted)."""
-        nodes, delta = self._placement_usage(placement, strict=False)
+        nodes, delta, ascending = self._placement_usage(placement, strict=False)
         cached = self._usage_cache.get(id(placement))
         if cached is not None and cached[0] is placement:
             del self._usage_cache[id(placement)]
         if len(nodes):
-            self.state.apply(nodes, -delta)
+            self.state.apply(nodes, -delta, ascending=ascending, frees=True)
 
     # ---------------------------------------------------------------------------- nodes
 
