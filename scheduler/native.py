@@ -50,6 +50,7 @@ COMPILED: dict[str, tuple[str, ...]] = {
         "leaf_index",
         "placer",
         "search",
+        "shapes",
     ),
 }
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from scheduler.topology import CapacityState, NodeInfo, TopologyIndex
-from scheduler.topology.capacity import PodShape
+from scheduler.topology.shapes import PodShape
 
 # The index's own per-node level, added when the deepest ledger level does not already put every
 # node in a domain of its own (the index always ends at nodes).

@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +23,7 @@ import numpy.typing as npt
 from runtimes.k8s.core import Taint, Toleration
 from scheduler.topology.graph import IntArray, NodeInfo, TopologyIndex
 from scheduler.topology.leaf_index import MOVES_PER_CHANGE, SlotBits
+from scheduler.topology.shapes import EligibilityKey, PodShape, ShapeCounts
 
 BoolArray = npt.NDArray[np.bool_]
 PODS = "pods"
@@ -32,30 +32,6 @@ _UNBOUNDED = np.int64(1) << 40  # slots of a shape that asks for nothing: bounde
 _NO_LIMIT = np.iinfo(np.int64).max  # a resource the shape does not ask for limits nothing
 # State versions are drawn from one counter, so no two states (nor two moments of one) share one.
 _VERSIONS = itertools.count(1)
-
-EligibilityKey = tuple[tuple[tuple[str | None, ...], ...], tuple[tuple[str, str], ...]]
-
-
-@dataclass(frozen=True)
-class PodShape:
-    """Per-pod amounts over the state's resources, and who may run where."""
-
-    amounts: tuple[int, ...]
-    eligibility: EligibilityKey
-    feasible: bool  # False when it asks for a resource no node of the flavor offers
-
-
-@dataclass(init=False)
-class ShapeCounts:
-    slots: IntArray  # pods of the shape that fit on each node
-    caps: list[IntArray]  # per level, pods that fit in each domain (caps[-1] is slots)
-    leaf: SlotBits  # the nodes holding each positive count of pods, kept in step with ``slots``
-
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
-    def __init__(self, slots: IntArray, caps: list[IntArray], leaf: SlotBits) -> None:
-        self.slots = slots
-        self.caps = caps
-        self.leaf = leaf
 
 
 def _toleration_key(t: Toleration) -> tuple[str | None, ...]:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.topology.capacity import ShapeCounts
 from scheduler.topology.graph import IntArray, TopologyIndex
 from scheduler.topology.model import PlacementFailure, PodSetRequest
 from scheduler.topology.search import fewest_children, fewest_tightest, tightest_domain
+from scheduler.topology.shapes import ShapeCounts
 
 _NO_FIT = np.iinfo(np.int64).max
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.topology.capacity import CapacityState, PodShape, ShapeCounts
+from scheduler.topology.capacity import CapacityState
 from scheduler.topology.distribution import Distributor, Picked, PodSetLevels
 from scheduler.topology.graph import IntArray
 from scheduler.topology.model import GangRequest, PlacementFailure, PodSetRequest
 from scheduler.topology.search import tightest_domain
+from scheduler.topology.shapes import PodShape, ShapeCounts
 
 _NO_LEADER = np.int64(1) << 50
 

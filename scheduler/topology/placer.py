@@ -20,7 +20,7 @@ import numpy as np
 
 from runtimes.k8s.core import Node
 from scheduler.api.kueue import ResourceFlavor, Topology
-from scheduler.topology.capacity import CapacityState, PodShape, ShapeCounts
+from scheduler.topology.capacity import CapacityState
 from scheduler.topology.describe import PlacementDescriber
 from scheduler.topology.distribution import Distributor, Picked, PodSetLevels, pack_best_fit, resolve_levels
 from scheduler.topology.failures import replace_failed_node
@@ -42,6 +42,7 @@ from scheduler.topology.model import (
     PodSetPlacement,
     PodSetRequest,
 )
+from scheduler.topology.shapes import PodShape, ShapeCounts
 
 _SHAPES_KEPT = 1024
 

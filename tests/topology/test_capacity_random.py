@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from topology_builders import GPU, flavor, grid, topology
 
 from scheduler.topology import TopologyPlacer
-from scheduler.topology.capacity import CapacityState, PodShape
+from scheduler.topology.capacity import CapacityState
+from scheduler.topology.shapes import PodShape
 
 SHAPES = ({GPU: 1}, {GPU: 3}, {GPU: 8}, {"cpu": 4000}, {GPU: 2, "cpu": 1000}, {"example.com/fpga": 1})
 changes = st.lists(
