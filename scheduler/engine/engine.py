@@ -51,6 +51,8 @@ class AdmissionEngine:
         self._unrouted: dict[str, WorkloadInfo] = {}  # waiting for their LocalQueue/ClusterQueue
         self._pod_set_infos = PodSetInfoCache()
         self._dirty = False
+        # flavor -> the ClusterQueues whose resource groups name it (until the model is rebuilt)
+        self._flavor_users: dict[str, list[ClusterQueueInfo]] = {}
 
     # ------------------------------------------------------------------------------ objects
 
@@ -114,6 +116,7 @@ class AdmissionEngine:
             return
         self._dirty = False
         self.model.rebuild(self.model.cluster_queues)
+        self._flavor_users.clear()
         for info in self.model.cluster_queues.values():
             info.queue.unpark_all()
         for workload in list(self._unrouted.values()):
@@ -248,9 +251,13 @@ class AdmissionEngine:
     def unpark_topology_users(self, flavors: Iterable[str]) -> None:
         """Nodes of these TAS flavors freed up: a gang parked on a placement failure may fit now,
         in any cohort tree, since ClusterQueues of different trees can share a flavor's nodes."""
-        freed = set(flavors)
-        for info in self.model.cluster_queues.values():
-            if any(freed.intersection(group.flavors) for group in info.groups):
+        for flavor in flavors:
+            users = self._flavor_users.get(flavor)
+            if users is None:
+                queues = self.model.cluster_queues.values()
+                users = [info for info in queues if any(flavor in group.flavors for group in info.groups)]
+                self._flavor_users[flavor] = users
+            for info in users:
                 info.queue.unpark_all()
 
     def admit(self, workload: WorkloadInfo, cq: ClusterQueueInfo, admission: Admission, now: float) -> None:

@@ -98,6 +98,7 @@ class CapacityState:
         self._row_masks = np.zeros((rows, n), dtype=np.bool_)
         self._row_eligibility: list[tuple[EligibilityKey, tuple[Toleration, ...]] | None] = [None] * rows
         self._row_bits: list[SlotBits | None] = [None] * rows
+        self._row_counts: list[ShapeCounts | None] = [None] * rows
         self._divisors = np.ones((rows, resources), dtype=np.int64)
         self._unrequested = np.ones((rows, resources), dtype=np.bool_)
         self._asks_nothing = np.zeros(rows, dtype=np.bool_)
@@ -180,10 +181,9 @@ class CapacityState:
             row = self._add_row(shape, tolerations)
         else:
             self._counts.move_to_end(shape)
-        slots = self._slot_rows[row]
-        bits = self._row_bits[row]
-        assert bits is not None  # set with the row
-        return ShapeCounts(slots, [caps[row] for caps in self._cap_rows] + [slots], bits)
+        counts = self._row_counts[row]
+        assert counts is not None  # set with the row
+        return counts
 
     def _add_row(self, shape: PodShape, tolerations: Sequence[Toleration]) -> int:
         if not self._spare_rows:
@@ -198,7 +198,9 @@ class CapacityState:
             caps[row] = np.add.reduceat(slots, starts) if len(slots) else 0
         self._row_masks[row] = mask
         self._row_eligibility[row] = (shape.eligibility, tuple(tolerations))
-        self._row_bits[row] = SlotBits(self._slot_rows[row])  # the live row: the bitsets read it
+        live = self._slot_rows[row]  # a view: the bitsets and the counts below follow every patch
+        self._row_bits[row] = bits = SlotBits(live)
+        self._row_counts[row] = ShapeCounts(live, [caps[row] for caps in self._cap_rows] + [live], bits)
         amounts = np.array(shape.amounts, dtype=np.int64).reshape(-1)
         self._divisors[row] = np.where(amounts > 0, amounts, 1)
         self._unrequested[row] = amounts <= 0
