@@ -53,6 +53,10 @@ class _ActiveRows:
         self.unrequested = state._unrequested[rows][:, :, None]
         self.asks_nothing = state._asks_nothing[rows][:, None]
         self.feasible = state._feasible[rows][:, None]
+        # the usual case, which skips two masking steps: every shape asks for something, is
+        # feasible and may run on every node
+        self.any_asks_nothing = bool(state._asks_nothing[rows].any())
+        self.unmasked = bool(state._feasible[rows].all()) and bool(state._row_masks[rows].all())
 
 
 class CapacityState:
@@ -285,18 +289,36 @@ class CapacityState:
         free = np.maximum(self.free[:, nodes], 0)  # resources × nodes
         fit = free[None, :, :] // terms.divisors  # shapes × resources × nodes
         fit = np.where(terms.unrequested, _NO_LIMIT, fit).min(axis=1, initial=_NO_LIMIT)
-        fit = np.where(terms.asks_nothing, _UNBOUNDED, fit)
+        if terms.any_asks_nothing:
+            fit = np.where(terms.asks_nothing, _UNBOUNDED, fit)
         block = (terms.rows_column, nodes)  # shapes × nodes, by broadcasting (np.ix_ costs more)
-        fresh = np.where(self._row_masks[block] & terms.feasible, fit, 0)
+        fresh = fit if terms.unmasked else np.where(self._row_masks[block] & terms.feasible, fit, 0)
         old = self._slot_rows[block]
         change = fresh - old
         if not change.any():
             return
         self._slot_rows[block] = fresh
+        self._move_bits(rows, nodes, old, fresh, change)
+        per_shape: IntArray | None = None
+        first, last = int(nodes[0]), int(nodes[-1])
+        for level, caps in enumerate(self._cap_rows):
+            domain_of = self._domain_of[level]
+            if domain_of[first] == domain_of[last]:
+                # nodes in topology order: all in one domain at this level (a gang in one block)
+                if per_shape is None:
+                    per_shape = change.sum(axis=1)
+                caps[rows, domain_of[first]] += per_shape
+            else:
+                np.add.at(caps, (terms.rows_column, self.index.node_domain[level][nodes][None, :]), change)
+
+    def _move_bits(self, rows: IntArray, nodes: IntArray, old: IntArray, fresh: IntArray, change: IntArray) -> None:
+        """Carry a block's slot changes (shapes × nodes) into the shapes' bitsets."""
+        bits = [self._row_bits[row] for row in rows.tolist()]
+        if all(row_bits is None or row_bits.stale for row_bits in bits):
+            return  # nobody asked since the last rebuild (t*'s ledger never does): nothing to keep
         positions = nodes.tolist()
         moved = (change != 0).sum(axis=1).tolist()
-        for row, moves, before_row, after_row in zip(rows.tolist(), moved, old.tolist(), fresh.tolist(), strict=True):
-            row_bits = self._row_bits[row]
+        for row_bits, moves, before_row, after_row in zip(bits, moved, old.tolist(), fresh.tolist(), strict=True):
             assert row_bits is not None  # an active row
             if moves > MOVES_PER_CHANGE or row_bits.stale:
                 row_bits.mark_stale()  # rebuilt when next asked, if ever
@@ -304,16 +326,6 @@ class CapacityState:
             for node, before, after in zip(positions, before_row, after_row, strict=True):
                 if before != after:
                     row_bits.move(node, before, after)
-        per_shape: IntArray | None = None
-        for level, caps in enumerate(self._cap_rows):
-            domains = self.index.node_domain[level][nodes]
-            if domains[0] == domains[-1]:
-                # nodes in topology order: all in one domain at this level (a gang in one block)
-                if per_shape is None:
-                    per_shape = change.sum(axis=1)
-                caps[rows, domains[0]] += per_shape
-            else:
-                np.add.at(caps, (terms.rows_column, domains[None, :]), change)
 
     def _refresh_one(self, i: int) -> None:
         """``_refresh`` of one node in plain Python: most reservations and releases touch one
@@ -321,10 +333,12 @@ class CapacityState:
         exactly what the vectorized path does."""
         free = [max(amount, 0) for amount in self.free[:, i].tolist()]
         slot_rows = self._slot_rows
-        masks = self._row_masks[:, i].tolist()  # one read per row below would cost a numpy call each
+        # one read for every row (a read per row would cost a numpy call each); none when every
+        # shape may run everywhere
+        masks = None if self._active_terms.unmasked else self._row_masks[:, i].tolist()
         slots = slot_rows[:, i].tolist()
         for row, requested, feasible, row_bits in self._row_terms:
-            if not feasible or not masks[row]:
+            if masks is not None and (not feasible or not masks[row]):
                 fresh = 0
             elif requested is None:
                 fresh = int(_UNBOUNDED)
@@ -355,6 +369,7 @@ class CapacityState:
             eligibility = self._row_eligibility[row]
             assert eligibility is not None
             self._row_masks[row, i] = self._compute_mask(eligibility[0], eligibility[1], nodes)[0]
+        self._active_terms = _ActiveRows(self._active, self)  # a mask may have changed
         self._refresh(nodes)
 
     def used_by_name(self) -> dict[str, dict[str, int]]:
