@@ -49,6 +49,7 @@ COMPILED: dict[str, tuple[str, ...]] = {
         "leader",
         "leaf_index",
         "placer",
+        "reservations",
         "search",
         "shapes",
     ),

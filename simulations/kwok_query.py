@@ -173,6 +173,11 @@ _GO_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 @lru_cache(maxsize=65536)
 def parse_go_duration(text: str) -> int | None:
     """Nanoseconds for a Go duration string ("1h30m", "1.5s", "300ms"); ``None`` if invalid."""
+    digits = text[:-2]
+    if text.endswith("ms") and 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit():
+        # whole milliseconds, the simulator's own annotations: the parse below gives the same
+        # (a float holds these exactly), without the regular expression
+        return int(digits) * 1_000_000
     body = text
     sign = 1
     if body[:1] in "+-" and body:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
 import numpy as np
 
@@ -42,6 +41,7 @@ from scheduler.topology.model import (
     PodSetPlacement,
     PodSetRequest,
 )
+from scheduler.topology.reservations import Reservations
 from scheduler.topology.shapes import PodShape, ShapeCounts
 
 _SHAPES_KEPT = 1024
@@ -87,11 +87,9 @@ class TopologyPlacer:
         self._shapes: dict[int, tuple[PodSetRequest, CapacityState, PodShape]] = {}
         # id(request) -> (request, its levels on this index): as with shapes, the entry keeps it alive
         self._levels: dict[int, tuple[PodSetRequest, PodSetLevels | PlacementFailure]] = {}
-        self._vectors: dict[int, tuple[PodSetRequest, IntArray]] = {}  # id(request) -> (request, per-pod usage)
         self.distributor = Distributor(self.index)
         self.describer = PlacementDescriber(self.index, graph.topology_levels)
-        # id(reserved placement) -> (placement, node positions, usage): positions of this index
-        self._usage_cache: dict[int, tuple[GangPlacement, IntArray, IntArray, bool]] = {}
+        self.reservations = Reservations(self.state, self.index)
 
     @property
     def version(self) -> int:
@@ -145,9 +143,12 @@ class TopologyPlacer:
             for nodes, delta in reversed(applied):
                 state.apply(nodes, -delta)
             state.version, state.grown = version, grown  # the tentative pods are gone: the same state as before
-        return GangPlacement(
+        placement = GangPlacement(
             self.flavor.name, tuple(self.describer.describe(p, found[p.name].nodes) for p in request.pod_sets)
         )
+        if not simulate_empty:
+            self.reservations.placed(placement, [found[p.name].nodes for p in request.pod_sets])
+        return placement
 
     def _empty_state(self) -> CapacityState:
         if self._empty is None:
@@ -272,91 +273,18 @@ class TopologyPlacer:
 
     # -------------------------------------------------------------------- reserve / release
 
-    def _placement_usage(self, placement: GangPlacement, *, strict: bool) -> tuple[IntArray, IntArray, bool]:
-        """(node positions, resources × pods, whether the positions are strictly ascending) of a
-        placement's pods; reserved ones are cached."""
-        cached = self._usage_cache.get(id(placement))
-        if cached is not None and cached[0] is placement:
-            return cached[1], cached[2], cached[3]
-        positions: list[int] = []
-        blocks: list[IntArray] = []
-        for ps in placement.pod_sets:
-            vector = self._amounts_vector(ps.request)
-            found = [self.index.position.get(name) for name in ps.nodes]
-            if strict and None in found:
-                name = ps.nodes[found.index(None)]
-                raise ValueError(
-                    f"placement on flavor {placement.flavor!r} names node {name}, which is not "
-                    "in the flavor any more; place the gang again"
-                )
-            kept = [f for f in found if f is not None]  # a node that left the flavor gives nothing back
-            positions.extend(kept)
-            blocks.append(np.repeat(vector[:, None], len(kept), axis=1))
-        if not positions:
-            return np.zeros(0, dtype=np.int64), np.zeros((len(self.state.resources), 0), dtype=np.int64), True
-        # one pod per node in topology order (the usual gang) needs no merging of repeated nodes
-        ascending = all(a < b for a, b in pairwise(positions))
-        delta = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
-        return np.array(positions, dtype=np.int64), delta, ascending
-
-    def _amounts_vector(self, request: PodSetRequest) -> IntArray:
-        """``state.amounts_vector`` of one pod of ``request`` (read-only), kept per request."""
-        known = self._vectors.get(id(request))
-        if known is not None and known[0] is request:
-            return known[1]
-        vector = self.state.amounts_vector(request.requests)
-        if len(self._vectors) >= _SHAPES_KEPT:
-            self._vectors.clear()
-        self._vectors[id(request)] = (request, vector)
-        return vector
-
     def reserve(self, placement: GangPlacement) -> None:
         """Take the placement's pods from the free capacity (ValueError if that overcommits)."""
-        nodes, delta, ascending = self._placement_usage(placement, strict=True)
-        if not len(nodes):
-            return
-        self.state.apply(nodes, delta, ascending=ascending, frees=False)
-        if ascending:
-            touched, added = nodes, delta  # distinct nodes in topology order: nothing to merge
-        else:
-            touched, inverse = np.unique(nodes, return_inverse=True)
-            added = np.zeros((delta.shape[0], len(touched)), dtype=np.int64)
-            np.add.at(added.T, inverse, delta.T)
-        free = self.state.free[:, touched]
-        over = (free < 0) & (added > 0) if free.min() < 0 else None  # nothing negative: nothing over
-        if over is not None and over.any():
-            self.state.apply(nodes, -delta, ascending=ascending, frees=True)
-            bad = self.index.names[int(touched[np.flatnonzero(over.any(axis=0))[0]])]
-            raise ValueError(
-                f"placement on flavor {placement.flavor!r} no longer fits: node {bad} would be "
-                "overcommitted; place the gang again"
-            )
-        # kept while reserved (positions stay valid until the next rebuild): preemption moves
-        # reserved gangs out and back in many times per cycle
-        self._usage_cache[id(placement)] = (placement, nodes, delta, ascending)
+        self.reservations.reserve(placement)
 
     def shift_usage(self, placements: Sequence[GangPlacement], sign: int) -> None:
         """Take reserved ``placements`` out (sign -1) or put them back (sign +1) in one update,
-        without the overcommit check: for asking "would it fit with these gangs gone" and
-        undoing that exactly. Nodes no longer in the flavor are skipped both ways."""
-        parts = [self._placement_usage(p, strict=False) for p in placements]
-        parts = [part for part in parts if len(part[0])]
-        if len(parts) == 1:
-            nodes, delta, ascending = parts[0]
-            self.state.apply(nodes, sign * delta, ascending=ascending, frees=sign < 0)
-        elif parts:
-            nodes = np.concatenate([part[0] for part in parts])
-            delta = np.concatenate([part[1] for part in parts], axis=1)
-            self.state.apply(nodes, sign * delta, frees=sign < 0)
+        without the overcommit check (``Reservations.shift``)."""
+        self.reservations.shift(placements, sign)
 
     def release(self, placement: GangPlacement) -> None:
         """Give the placement's pods back (the workload finished or was evicted)."""
-        nodes, delta, ascending = self._placement_usage(placement, strict=False)
-        cached = self._usage_cache.get(id(placement))
-        if cached is not None and cached[0] is placement:
-            del self._usage_cache[id(placement)]
-        if len(nodes):
-            self.state.apply(nodes, -delta, ascending=ascending, frees=True)
+        self.reservations.release(placement)
 
     # ---------------------------------------------------------------------------- nodes
 

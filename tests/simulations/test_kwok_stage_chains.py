@@ -6,6 +6,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from simulations.errors import SimulationInputError
 from simulations.kwok import (
@@ -55,6 +57,13 @@ def test_go_durations() -> None:
     assert parse_go_duration("0") == 0
     assert parse_go_duration("ten seconds") is None
     assert parse_go_duration("5") is None  # Go needs a unit
+
+
+@given(st.integers(min_value=0, max_value=999_999_999))
+def test_whole_milliseconds_read_as_the_general_parse_reads_them(milliseconds: int) -> None:
+    """ "<n>ms" takes a shortcut past the regular expression; "<n>.0ms" still goes through it."""
+    assert parse_go_duration(f"{milliseconds}ms") == parse_go_duration(f"{milliseconds}.0ms")
+    assert parse_go_duration(f"{milliseconds}ms") == milliseconds * 1_000_000
 
 
 def test_jq_subset_follows_gojq() -> None:
