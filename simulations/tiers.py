@@ -109,7 +109,7 @@ class BestTier:
         if self._pending_rows:
             nodes = self._position[np.concatenate(self._pending_rows)]
             per_change = np.stack([usage for usage, _ in self._pending_usage], axis=1)  # resources × changes
-            usage = np.repeat(per_change, [pods for _, pods in self._pending_usage], axis=1)
+            usage = per_change.repeat([pods for _, pods in self._pending_usage], axis=1)
             self._pending_rows.clear()
             self._pending_usage.clear()
             self._capacity.apply(nodes, usage)
@@ -133,7 +133,7 @@ class BestTier:
             self._shapes[key] = known  # keeps ``amounts`` alive, as ``_per_pod`` does
         caps = capacity.counts(known[1]).caps
         for depth in range(self._depth - 1, -1, -1):
-            if int(caps[depth + 1].max()) >= pods:  # the index's level 0 is the whole cluster
+            if int(np.maximum.reduce(caps[depth + 1])) >= pods:  # the index's level 0 is the whole cluster
                 return depth
         return -1
 

@@ -255,7 +255,7 @@ class CapacityState:
         """
         self.version = next(_VERSIONS)
         if frees is None:
-            frees = bool(delta.size) and bool(delta.min() < 0)
+            frees = bool(delta.size) and bool(np.minimum.reduce(delta, axis=None) < 0)
         if frees:
             self.grown = self.version
         if len(nodes) == 1:
@@ -267,7 +267,7 @@ class CapacityState:
                 self._refresh_one(i)
             return
         if ascending is None:
-            ascending = bool((nodes[1:] > nodes[:-1]).all())
+            ascending = bool(np.logical_and.reduce(nodes[1:] > nodes[:-1]))
         if ascending:
             # distinct positions (placements list their nodes in topology order): no ufunc.at needed
             unique = nodes
@@ -288,14 +288,14 @@ class CapacityState:
         terms = self._active_terms
         free = np.maximum(self.free[:, nodes], 0)  # resources × nodes
         fit = free[None, :, :] // terms.divisors  # shapes × resources × nodes
-        fit = np.where(terms.unrequested, _NO_LIMIT, fit).min(axis=1, initial=_NO_LIMIT)
+        fit = np.minimum.reduce(np.where(terms.unrequested, _NO_LIMIT, fit), axis=1, initial=_NO_LIMIT)
         if terms.any_asks_nothing:
             fit = np.where(terms.asks_nothing, _UNBOUNDED, fit)
         block = (terms.rows_column, nodes)  # shapes × nodes, by broadcasting (np.ix_ costs more)
         fresh = fit if terms.unmasked else np.where(self._row_masks[block] & terms.feasible, fit, 0)
         old = self._slot_rows[block]
         change = fresh - old
-        if not change.any():
+        if not np.count_nonzero(change):
             return
         self._slot_rows[block] = fresh
         self._move_bits(rows, nodes, old, fresh, change)
@@ -306,7 +306,7 @@ class CapacityState:
             if domain_of[first] == domain_of[last]:
                 # nodes in topology order: all in one domain at this level (a gang in one block)
                 if per_shape is None:
-                    per_shape = change.sum(axis=1)
+                    per_shape = np.add.reduce(change, axis=1)
                 caps[rows, domain_of[first]] += per_shape
             else:
                 np.add.at(caps, (terms.rows_column, self.index.node_domain[level][nodes][None, :]), change)
@@ -317,7 +317,7 @@ class CapacityState:
         if all(row_bits is None or row_bits.stale for row_bits in bits):
             return  # nobody asked since the last rebuild (t*'s ledger never does): nothing to keep
         positions = nodes.tolist()
-        moved = (change != 0).sum(axis=1).tolist()
+        moved = np.add.reduce(change != 0, axis=1).tolist()
         for row_bits, moves, before_row, after_row in zip(bits, moved, old.tolist(), fresh.tolist(), strict=True):
             assert row_bits is not None  # an active row
             if moves > MOVES_PER_CHANGE or row_bits.stale:

@@ -49,7 +49,7 @@ class PlacementDescriber:
             return last, int(index.node_domain[last][nodes[0]]), 1
         for level in range(last, -1, -1):
             ids = index.node_domain[level][nodes]
-            if ids.min() == ids.max():
+            if np.minimum.reduce(ids) == np.maximum.reduce(ids):
                 if level == last:
                     return level, int(ids[0]), 1
                 below = index.node_domain[level + 1][nodes]

@@ -127,7 +127,8 @@ class Distributor:
             self.index.child_hi[level][candidates],
             child_need,
         )
-        full_spans = np.full(len(caps), _NO_FIT, dtype=np.int64)
+        full_spans = np.empty(len(caps), dtype=np.int64)
+        full_spans.fill(_NO_FIT)
         full_spans[candidates] = spans
         return tightest_domain(caps, candidates, full_spans)
 
@@ -222,7 +223,7 @@ class Picked:
         nodes = np.concatenate([np.array([p[0] for p in self.pairs], dtype=np.int64), whole])
         repeats = np.concatenate([np.array([p[1] for p in self.pairs], dtype=np.int64), self.slots[whole]])
         order = np.argsort(nodes, kind="stable")  # nodes are distinct: domains do not overlap
-        return np.repeat(nodes[order], repeats[order])
+        return nodes[order].repeat(repeats[order])
 
 
 def pack_best_fit(slots: IntArray, ps: PodSetRequest) -> IntArray | None:
@@ -252,4 +253,4 @@ def expand(picked: list[tuple[int, int]]) -> IntArray:
     picked.sort()
     nodes = np.array([p[0] for p in picked], dtype=np.int64)
     repeats = np.array([p[1] for p in picked], dtype=np.int64)
-    return np.repeat(nodes, repeats)
+    return nodes.repeat(repeats)

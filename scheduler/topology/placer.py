@@ -211,13 +211,13 @@ class TopologyPlacer:
                     break
                 continue
             caps = distributor.unit_caps(counts, level, levels)
-            if len(caps) and int(caps.max()) >= need:
+            if len(caps) and int(np.maximum.reduce(caps)) >= need:
                 break
         else:
             return self.distributor.no_room(self.flavor.name, ps, levels, counts)
         domain = distributor.choose_domain(counts, level, caps, need, levels)
         if level == last:
-            return [_Found(ps, np.full(ps.count, domain, dtype=np.int64))]  # one node holds them all
+            return [_Found(ps, np.array([domain] * ps.count, dtype=np.int64))]  # one node holds them all
         picked = Picked(counts.slots)
         distributor.distribute(counts, level, domain, need, levels, picked)
         return [_Found(ps, picked.expand())]

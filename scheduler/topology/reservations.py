@@ -61,7 +61,7 @@ class Reservations:
                 )
             kept = [f for f in found if f is not None]  # a node that left the flavor gives nothing back
             positions.extend(kept)
-            blocks.append(np.repeat(vector[:, None], len(kept), axis=1))
+            blocks.append(vector[:, None].repeat(len(kept), axis=1))
         if not positions:
             return np.zeros(0, dtype=np.int64), np.zeros((len(self.state.resources), 0), dtype=np.int64), True
         # one pod per node in topology order (the usual gang) needs no merging of repeated nodes
@@ -93,8 +93,9 @@ class Reservations:
             added = np.zeros((delta.shape[0], len(touched)), dtype=np.int64)
             np.add.at(added.T, inverse, delta.T)
         free = self.state.free[:, touched]
-        over = (free < 0) & (added > 0) if free.min() < 0 else None  # nothing negative: nothing over
-        if over is not None and over.any():
+        # nothing negative, nothing over
+        over = (free < 0) & (added > 0) if np.minimum.reduce(free, axis=None) < 0 else None
+        if over is not None and np.count_nonzero(over):
             self.state.apply(nodes, -delta, ascending=ascending, frees=True)
             bad = self.index.names[int(touched[np.flatnonzero(over.any(axis=0))[0]])]
             raise ValueError(

@@ -92,14 +92,14 @@ def fewest_children(child_caps: IntArray, lo: IntArray, hi: IntArray, need: int)
     larger than any real one.
     """
     lengths = hi - lo
-    total = int(lengths.sum())
+    total = int(np.add.reduce(lengths))
     if total == 0:
         return np.full(len(lo), np.iinfo(np.int64).max, dtype=np.int64)
-    segment = np.repeat(np.arange(len(lo), dtype=np.int64), lengths)
+    segment = np.arange(len(lo), dtype=np.int64).repeat(lengths)
     seg_first = np.cumsum(lengths) - lengths
-    positions = np.arange(total, dtype=np.int64) - np.repeat(seg_first, lengths) + np.repeat(lo, lengths)
+    positions = np.arange(total, dtype=np.int64) - seg_first.repeat(lengths) + lo.repeat(lengths)
     values = child_caps[positions]
-    top = int(values.max()) + 1
+    top = int(np.maximum.reduce(values)) + 1
     if top <= 2 and need >= 1:
         # every child holds at most one unit (whole-node pods on their nodes, the common gang):
         # the fewest children holding ``need`` are exactly ``need`` wherever there is room, and
@@ -110,7 +110,7 @@ def fewest_children(child_caps: IntArray, lo: IntArray, hi: IntArray, need: int)
     ordered = (top - 1) - (keys - segment * top)
     running = np.cumsum(ordered)
     before = np.where(seg_first > 0, running[np.maximum(seg_first - 1, 0)], 0)
-    within = running - np.repeat(before, lengths)
+    within = running - before.repeat(lengths)
     short = (within < need).astype(np.int64)
     counts = np.add.reduceat(short, seg_first) + 1
     sums = np.add.reduceat(values, seg_first)
