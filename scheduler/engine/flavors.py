@@ -213,13 +213,19 @@ def _plan(cq: ClusterQueueInfo, pod_set: PodSetInfo, count: int) -> PodSetPlan:
     return plan
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class _Fungibility:
     """A ClusterQueue's flavorFungibility, read once per assignment."""
 
     try_next_borrow: bool
     try_next_preempt: bool
     preemption_over_borrowing: bool
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, try_next_borrow: bool, try_next_preempt: bool, preemption_over_borrowing: bool) -> None:
+        self.try_next_borrow = try_next_borrow
+        self.try_next_preempt = try_next_preempt
+        self.preemption_over_borrowing = preemption_over_borrowing
 
 
 @dataclass(slots=True, init=False)
