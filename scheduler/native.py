@@ -57,6 +57,11 @@ COMPILED: dict[str, tuple[str, ...]] = {
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "build" / "native"
 STAMP = BUILD_DIR / "engine.sha256"
+# mypyc's shared runtime module, on sys.path by itself: BUILD_DIR holds a ``scheduler`` tree of
+# compiled modules without ``__init__.py``, and on sys.path it would be found as a namespace
+# package ahead of an editable install's finder (in a spawned child process, which inherits
+# sys.path), hiding the real package.
+RUNTIME_DIR = BUILD_DIR / "runtime"
 PURE_ENV = "TRAINYARD_PURE_ENGINE"
 
 
@@ -86,8 +91,8 @@ def activate(package_path: list[str], package: str) -> bool:
     compiled = str(BUILD_DIR.joinpath(*package.split(".")))
     if compiled not in package_path:
         package_path.insert(0, compiled)
-    if str(BUILD_DIR) not in sys.path:
-        sys.path.append(str(BUILD_DIR))  # mypyc's shared runtime module lives there
+    if str(RUNTIME_DIR) not in sys.path:
+        sys.path.append(str(RUNTIME_DIR))
     return True
 
 

@@ -16,7 +16,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from scheduler.native import BUILD_DIR, COMPILED, ROOT, STAMP, source_digest, source_path
+from scheduler.native import BUILD_DIR, COMPILED, ROOT, RUNTIME_DIR, STAMP, source_digest, source_path
 
 
 def build() -> Path:
@@ -39,7 +39,8 @@ def build() -> Path:
             target.mkdir(parents=True, exist_ok=True)
             shutil.copy2(work.joinpath(*package.split("."), f"{name}{suffix}"), target)
         for shared in work.glob(f"*__mypyc{suffix}"):
-            shutil.copy2(shared, BUILD_DIR)
+            RUNTIME_DIR.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(shared, RUNTIME_DIR)
     STAMP.write_text(digest + "\n")
     return BUILD_DIR
 

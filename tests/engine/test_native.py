@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from scheduler import native
 def build_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(native, "BUILD_DIR", tmp_path)
     monkeypatch.setattr(native, "STAMP", tmp_path / "engine.sha256")
+    monkeypatch.setattr(native, "RUNTIME_DIR", tmp_path / "runtime")
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delenv(native.PURE_ENV, raising=False)
     return tmp_path
@@ -26,7 +28,8 @@ def test_a_matching_build_goes_first_on_the_package_path(build_dir: Path, packag
     path = ["/src/" + package.replace(".", "/")]
     assert native.activate(path, package)
     assert path == [str(build_dir.joinpath(*package.split("."))), "/src/" + package.replace(".", "/")]
-    assert str(build_dir) in sys.path
+    assert str(build_dir / "runtime") in sys.path
+    assert str(build_dir) not in sys.path  # its scheduler/ tree would shadow the real package
 
 
 def test_a_stale_or_missing_build_is_ignored(build_dir: Path) -> None:
@@ -61,6 +64,22 @@ def test_the_digest_follows_every_compiled_source(tmp_path: Path, monkeypatch: p
             source.write_bytes(original + b"\n")
             assert native.source_digest() != before, f"{package}.{name}"
             source.write_bytes(original)
+
+
+def test_a_spawned_process_imports_the_real_packages() -> None:
+    """A child started by multiprocessing's spawn inherits sys.path, the runtime directory
+    included; it must still find the scheduler package itself, compiled modules and all."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        found = pool.apply(_engine_names)
+    assert found == ("AdmissionEngine", "TopologyPlacer", native.is_compiled())
+
+
+def _engine_names() -> tuple[str, str, bool]:
+    from scheduler.engine import AdmissionEngine
+    from scheduler.topology import TopologyPlacer
+
+    return AdmissionEngine.__name__, TopologyPlacer.__name__, native.is_compiled()
 
 
 def test_this_process_runs_the_build_exactly_when_it_matches() -> None:
