@@ -10,6 +10,7 @@ from topology_builders import GPU, flavor, grid, topology
 
 from scheduler.topology import TopologyPlacer
 from scheduler.topology.capacity import CapacityState
+from scheduler.topology.leaf_index import SlotBits
 from scheduler.topology.shapes import PodShape
 
 SHAPES = ({GPU: 1}, {GPU: 3}, {GPU: 8}, {"cpu": 4000}, {GPU: 2, "cpu": 1000}, {"example.com/fpga": 1})
@@ -26,6 +27,16 @@ def assert_counts_are_a_recount(state: CapacityState, shape: PodShape) -> None:
     assert np.array_equal(counts.slots, state._slots(shape, state.free, mask))
     for level, starts in enumerate(state.index.starts):
         assert np.array_equal(counts.caps[level], np.add.reduceat(counts.slots, starts)), level
+    assert_bits_are_a_scan(counts.leaf, counts.slots)
+
+
+def assert_bits_are_a_scan(bits: SlotBits, slots: np.ndarray) -> None:
+    """The slot bitsets answer what a scan of every node's slots answers."""
+    values = slots.tolist()
+    assert bits.most() == max([0, *values])
+    for need in range(1, 10):
+        fitting = [(value, node) for node, value in enumerate(values) if value >= need]
+        assert bits.tightest(need) == (min(fitting)[1] if fitting else -1), need
 
 
 @settings(max_examples=60, deadline=None)
@@ -42,6 +53,33 @@ def test_counts_after_random_changes_equal_a_recount(steps: list[tuple[set[int],
             continue
         delta = np.zeros((len(state.resources), len(nodes)), dtype=np.int64)
         delta[gpu], delta[cpu] = gpus, milli_cpu
+        version, grown = state.version, state.grown
         state.apply(nodes, delta)
+        assert state.version != version
+        # grown moves exactly when the change frees something (a release, a negative amount)
+        assert (state.grown != grown) == bool((delta < 0).any())
     for shape in shapes:
         assert_counts_are_a_recount(state, shape)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 9), min_size=1, max_size=200),
+    st.lists(st.tuples(st.integers(0, 199), st.integers(0, 9), st.booleans()), max_size=40),
+)
+def test_slot_bits_follow_moves_and_rebuilds(start: list[int], changes: list[tuple[int, int, bool]]) -> None:
+    """Bit by bit or rebuilt after a wholesale change, the bitsets agree with a scan."""
+    slots = np.array(start, dtype=np.int64)
+    bits = SlotBits(slots)
+    assert_bits_are_a_scan(bits, slots)
+    for node, value, wholesale in changes:
+        node %= len(slots)
+        old = int(slots[node])
+        if old == value:
+            continue
+        slots[node] = value
+        if wholesale:
+            bits.mark_stale()
+        else:
+            bits.move(node, old, value)
+        assert_bits_are_a_scan(bits, slots)

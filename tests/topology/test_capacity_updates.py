@@ -112,3 +112,23 @@ def test_one_node_changes_keep_every_cached_shape_exact() -> None:
     assert not state.used.any()
     whole_nodes = state.counts(state.shape({GPU: 8})).slots
     assert int(whole_nodes.sum()) == placer.index.size - 1  # every node but the cordoned one, again
+
+
+def test_grown_moves_only_when_capacity_may_grow_and_versions_come_back_after_a_round_trip() -> None:
+    """A failure to place one pod set holds while ``grown`` stays (capacity only shrank); a
+    preemption search that takes gangs out and puts every one back may hand the versions back."""
+    placer = _placer()
+    whole_block = GangRequest.of(PodSetRequest("big", 5, {GPU: 8}, required_level=BLOCK))
+    assert not isinstance(placer.place(whole_block), GangPlacement)  # blocks hold 4 nodes
+    grown = placer.grown
+    gang = _reserve(placer, 2, 8)
+    assert placer.grown == grown  # reserving only takes: the failure above still holds
+    before = placer.versions()
+    placer.shift_usage([gang], -1)
+    assert placer.grown != grown
+    placer.shift_usage([gang], 1)
+    assert placer.versions() != before
+    placer.restore_versions(before)
+    assert placer.versions() == before
+    placer.release(gang)
+    assert placer.grown != grown  # a release frees nodes: remembered failures are asked again
