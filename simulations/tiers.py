@@ -28,6 +28,8 @@ from scheduler.topology.shapes import PodShape
 NODE_LEVEL = "node"
 # Changes held before they are handed to the capacity state at once (or at the next query).
 MAX_PENDING_CHANGES = 1024
+# Amounts rows and pod shapes remembered (a run has a handful; tests may pass fresh arrays).
+SHAPES_KEPT = 1024
 
 
 class BestTier:
@@ -95,7 +97,7 @@ class BestTier:
         if known is None or known[0] is not amounts:
             per_pod = amounts[self._columns].astype(np.int64)
             known = (amounts, per_pod, -per_pod)
-            if len(self._per_pod) >= MAX_PENDING_CHANGES:
+            if len(self._per_pod) >= SHAPES_KEPT:
                 self._per_pod.clear()
             self._per_pod[id(amounts)] = known  # the entry keeps ``amounts`` alive: its id stays its own
         self._pending_rows.append(indexes)
@@ -128,7 +130,7 @@ class BestTier:
         if known is None or known[0] is not amounts:
             requests = {res: int(amount) for res, amount in zip(self._resources, amounts.tolist(), strict=True)}
             known = (amounts, capacity.shape(requests, (), node_selector))
-            if len(self._shapes) >= MAX_PENDING_CHANGES:
+            if len(self._shapes) >= SHAPES_KEPT:
                 self._shapes.clear()
             self._shapes[key] = known  # keeps ``amounts`` alive, as ``_per_pod`` does
         caps = capacity.counts(known[1]).caps

@@ -33,7 +33,7 @@ class _Entry:
     cq: ClusterQueueInfo
     workload: WorkloadInfo
     assignment: Assignment
-    share: float = 0.0
+    share: float
 
     # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
     def __init__(

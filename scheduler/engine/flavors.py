@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from runtimes.k8s.quantity import format_amount
 from scheduler.api.kueue import ResourceFlavor
@@ -67,7 +67,7 @@ class Assignment:
     usage: dict[FlavorResource, int]
     mode: Mode
     borrow: int
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str]
 
     # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
     def __init__(
@@ -77,14 +77,14 @@ class Assignment:
         usage: dict[FlavorResource, int],
         mode: Mode,
         borrow: int,
-        reasons: list[str] | None = None,
+        reasons: list[str],
     ) -> None:
         self.cluster_queue = cluster_queue
         self.pod_sets = pod_sets
         self.usage = usage
         self.mode = mode
         self.borrow = borrow
-        self.reasons = [] if reasons is None else reasons
+        self.reasons = reasons
 
     @property
     def borrows(self) -> bool:

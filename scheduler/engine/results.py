@@ -39,11 +39,11 @@ class EvictedWorkload:
 
 @dataclass(slots=True, init=False)
 class CycleResult:
-    admitted: list[AdmittedWorkload] = field(default_factory=list)
-    preempted: list[PreemptedWorkload] = field(default_factory=list)
-    evicted: list[EvictedWorkload] = field(default_factory=list)
-    pending: dict[str, str] = field(default_factory=dict)  # key -> why it waits, in words
-    rounds: int = 0
+    admitted: list[AdmittedWorkload]
+    preempted: list[PreemptedWorkload]
+    evicted: list[EvictedWorkload]
+    pending: dict[str, str]  # key -> why it waits, in words
+    rounds: int
 
     # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
     def __init__(self) -> None:

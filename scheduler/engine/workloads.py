@@ -60,8 +60,8 @@ class Admission:
     cluster_queue: str
     pod_sets: list[PodSetAssignment]
     usage: dict[FlavorResource, int]
-    placements: dict[str, Any] = field(default_factory=dict)  # flavor -> GangPlacement (TAS flavors)
-    borrowed: dict[FlavorResource, int] = field(default_factory=dict)
+    placements: dict[str, Any]  # flavor -> GangPlacement (TAS flavors)
+    borrowed: dict[FlavorResource, int]
 
     # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
     def __init__(

@@ -8,7 +8,7 @@ Unconstrained pod sets skip all that and pack best-fit onto the fullest nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -205,8 +205,8 @@ class Picked:
     ``[start, end)`` of domains taken whole (each node there holds ``slots[node]`` pods)."""
 
     slots: IntArray
-    pairs: list[tuple[int, int]] = field(default_factory=list)
-    ranges: list[tuple[int, int]] = field(default_factory=list)
+    pairs: list[tuple[int, int]]
+    ranges: list[tuple[int, int]]
 
     # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
     def __init__(self, slots: IntArray) -> None:
