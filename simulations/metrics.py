@@ -73,6 +73,7 @@ class MetricsRecorder:
     _usage_area: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     _borrowed_area: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     _fragmented_samples: list[tuple[float, int, int]] = field(default_factory=list)
+    _awaiting_fragmented: list[tuple[Sample, int]] = field(default_factory=list)
     end_time: float = 0.0
     preempted_total: int = 0
 
@@ -141,12 +142,30 @@ class MetricsRecorder:
         """Whether a job counts in the wait and completion figures: submitted after the warm-up."""
         return record.submitted >= self.warmup
 
-    def sample(self, now: float, fragmented: int) -> None:
+    def sample(self, now: float, fragmented: int | None = None) -> None:
+        """Record the moment's figures; a fragmentation figure not given now comes later, in
+        order, through ``observed`` (the simulator's observers may run in another process)."""
         self.advance(now)
         borrowed = {cq: max(0, used - self.nominal.get(cq, 0)) for cq, used in self.usage.items()}
-        self.samples.append(Sample(now, self.allocated, dict(self.pending), borrowed, fragmented, self.preempted_total))
+        sample = Sample(now, self.allocated, dict(self.pending), borrowed, fragmented or 0, self.preempted_total)
+        self.samples.append(sample)
         free = self.capacity - self.allocated
-        self._fragmented_samples.append((now, fragmented, free))
+        self._fragmented_samples.append((now, fragmented or 0, free))
+        if fragmented is None:
+            self._awaiting_fragmented.append((sample, len(self._fragmented_samples) - 1))
+
+    def observed(self, fragmented: list[int], tiers: Counter[str], tier_gaps: Counter[int]) -> None:
+        """The observers' findings: one fragmentation figure per sample that awaited one (in
+        order), and the placement tiers reached."""
+        if len(fragmented) != len(self._awaiting_fragmented):
+            raise ValueError(f"{len(fragmented)} fragmentation figures for {len(self._awaiting_fragmented)} samples")
+        for (sample, position), figure in zip(self._awaiting_fragmented, fragmented, strict=True):
+            sample.fragmented = figure
+            now, _, free = self._fragmented_samples[position]
+            self._fragmented_samples[position] = (now, figure, free)
+        self._awaiting_fragmented = []
+        self.tiers.update(tiers)
+        self.tier_gaps.update(tier_gaps)
 
     def wait_times(self) -> dict[str, list[float]]:
         waits: dict[str, list[float]] = defaultdict(list)

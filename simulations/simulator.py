@@ -7,7 +7,8 @@ admitted gang's pods go through the KWOK Pod stages (pod-ready delay and jitter 
 pod-complete after the job's duration from its annotation); preempted and evicted gangs lose
 their pending stage events (a generation counter voids them) and their nodes. The engine
 requeues what it removed; the simulator only reports. Invariants are checked on every
-admission; metrics are recorded on every change.
+admission (``observers``, in a second process on a large run); metrics are recorded on every
+change.
 """
 
 from __future__ import annotations
@@ -20,12 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.api.kueue import ResourceFlavor
 from simulations.collector import batch_collector
 from simulations.engine_driver import Admitted, EngineDriver, Removed
 from simulations.events import Event, EventKind, EventQueue, RandomStreams
-from simulations.fragmentation import fragmented_gpus
-from simulations.invariants import InvariantChecker, NodeLedger, pod_amounts
 from simulations.kwok import (
     POD_COMPLETE_DELAY_ANNOTATION,
     POD_COMPLETE_JITTER_ANNOTATION,
@@ -37,6 +35,7 @@ from simulations.metrics import MetricsRecorder
 from simulations.never_ran import never_ran as list_never_ran
 from simulations.never_ran import unfinished as list_unfinished
 from simulations.node_failures import NodeFailures
+from simulations.observers import ObserverMode, start_observers
 from simulations.result import ProgressCallback, SimulationResult
 
 __all__ = ["ProgressCallback", "Simulation", "SimulationResult", "simulate"]
@@ -66,6 +65,7 @@ class Simulation:
         seed: int = 1,
         progress: ProgressCallback | None = None,
         horizon: float | None = None,
+        observers: ObserverMode = "auto",
     ) -> None:
         self.built = built
         self.seed = seed
@@ -78,8 +78,11 @@ class Simulation:
             self.driver.apply(obj)
         for node in built.nodes:
             self.driver.apply(node)
-        self.ledger = NodeLedger(built.nodes, built.levels)
-        self.checker = InvariantChecker(built.objects, self.ledger)
+        # the checks that watch the run (invariants, t*, fragmentation), in this process or a
+        # second one; ``self.ledger`` is theirs as built: with a second process, only its fixed
+        # facts (names, labels, allocatable) are read here
+        built_observers, self.observers = start_observers(built, observers)
+        self.ledger = built_observers.ledger
         self.lifecycle = PodLifecycle(load_stages(scenario.stages))
         self.metrics = MetricsRecorder(
             built.capacity,
@@ -92,9 +95,6 @@ class Simulation:
         self.running: dict[str, _Running] = {}
         self.generation: dict[str, int] = {}
         self.pending_shapes: Counter[tuple[int, int, int]] = Counter()  # (total gpus, per pod, pods)
-        self.flavor_selectors = {
-            o.name: dict(o.spec.node_labels) for o in built.objects if isinstance(o, ResourceFlavor)
-        }
         self.stage_rng = self.streams.python("stages")
         self.failures = NodeFailures(
             scenario.failures,
@@ -143,13 +143,7 @@ class Simulation:
 
     def _admit(self, decision: Admitted, now: float) -> None:
         job = self.jobs[decision.key]
-        if decision.placed and job.nodes > 1 and self.ledger.levels:
-            flavor = next(iter(decision.flavors.values()), None)
-            selector = self.flavor_selectors.get(flavor or "", {})
-            best = self.ledger.best_possible_level(job.nodes, pod_amounts(job), selector)
-        else:
-            best = None
-        self.checker.admitted(
+        self.observers.admitted(
             decision.key,
             job,
             decision.cluster_queue,
@@ -157,13 +151,9 @@ class Simulation:
             decision.flavors,
             decision.counts,
             decision.nodes,
+            decision.placed,
             now,
         )
-        if decision.nodes and self.ledger.levels:
-            achieved = self.ledger.lowest_common_level(decision.nodes)
-            level = self.ledger.levels[achieved] if achieved >= 0 else "spans top level"
-            target = len(self.ledger.levels) - 1 if best is None else best
-            self.metrics.placement(level, target - achieved)
         amount = self._amount(job)
         self.metrics.admitted(decision.key, amount, now)
         shape = (job.gpus, job.gpus_per_node, job.nodes)
@@ -192,7 +182,7 @@ class Simulation:
         if running is None:
             return
         self.generation[removed.key] = running.generation + 1  # voids its pending stage events
-        self.checker.released(removed.key)
+        self.observers.released(removed.key)
         self.metrics.released(removed.key, running.amount, now, requeued=True)
         if preempted:
             self.metrics.preempted(removed.key, removed.reason, now)
@@ -209,7 +199,7 @@ class Simulation:
         started = time.perf_counter()
         self.driver.finish(key, now)  # the engine releases quota and nodes: engine time
         self.engine_seconds += time.perf_counter() - started
-        self.checker.released(key)
+        self.observers.released(key)
         self.metrics.released(key, running.amount, now, requeued=False)
         self.jobs.pop(key, None)
         self.gone += 1
@@ -281,7 +271,8 @@ class Simulation:
         return True
 
     def _sample(self, now: float) -> None:
-        self.metrics.sample(now, fragmented_gpus(self.ledger, self.pending_shapes))
+        self.observers.sample(self.pending_shapes)
+        self.metrics.sample(now)  # its fragmentation figure comes from the observers at the end
         if len(self.metrics.samples) >= MAX_SAMPLES:
             self.metrics.samples = self.metrics.samples[::2]
             self._sample_every *= 2
@@ -290,8 +281,10 @@ class Simulation:
 
     def _finish(self, now: float, wall: float) -> SimulationResult:
         self.metrics.end_time = now
-        self.metrics.sample(now, fragmented_gpus(self.ledger, self.pending_shapes))
-        self.checker.finish()
+        self.observers.sample(self.pending_shapes)
+        self.metrics.sample(now)
+        observed = self.observers.finish()
+        self.metrics.observed(observed.fragmented, observed.tiers, observed.tier_gaps)
         if self.progress is not None:
             self.progress(self.gone, self.built.job_count, now)
         # after the loop: asking the engine changes no decision
@@ -302,7 +295,7 @@ class Simulation:
             scenario=self.built.scenario.name,
             seed=self.seed,
             summary=self.metrics.summary(),
-            invariants=self.checker.summary(),
+            invariants=observed.invariants,
             events=self.queue.popped,
             wall_seconds=time.perf_counter() - wall,
             engine_seconds=self.engine_seconds,

@@ -1,0 +1,246 @@
+"""What watches a run without steering it: the invariant checker, t* with the placement tier
+achieved, and the fragmentation samples.
+
+Nothing here feeds back into a decision: the simulator tells the observers what the engine
+decided, in order, and reads their findings only after the loop. That makes them a pipeline
+stage. A large run (``ObserverProcess``) hands them to a second process over a pipe, in
+batches, so the checks run on the second core while the loop goes on; a small run, or one whose
+node failures read the ledger live, keeps them in the loop's own process (``InlineObservers``).
+Both run the same ``Observers`` code on the same messages in the same order, so they report the
+same figures (``tests/simulations/test_observers.py`` checks it).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import traceback
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Literal
+
+from scheduler.api.kueue import ResourceFlavor
+from simulations.errors import SimulationInputError
+from simulations.fragmentation import fragmented_gpus
+from simulations.invariants import InvariantChecker, NodeLedger, pod_amounts
+from simulations.scenarios import BuiltScenario
+from simulations.workloads import JobSpec
+
+ObserverMode = Literal["auto", "inline", "process"]
+MODE_ENV = "TRAINYARD_SIM_OBSERVERS"
+# ``auto`` hands the observers to a second process from this many jobs: below it, starting the
+# process and pickling the messages cost more than the checks they move off the loop.
+PROCESS_FROM_JOBS = 20_000
+# messages per pipe write: large enough that pickling runs in bulk, small enough to keep the
+# second process busy while the loop runs
+BATCH = 2048
+
+# One message per fact, as a plain tuple (cheap to build and to pickle):
+#   ("admitted", key, job, cluster_queue, usage, flavors, counts, nodes, placed, now)
+#   ("released", key)
+#   ("sample", pending shapes)
+Message = tuple[object, ...]
+
+
+class ObserverProcessError(RuntimeError):
+    """The second process stopped before it reported (its traceback, when it sent one)."""
+
+
+@dataclass
+class ObserverReport:
+    """The observers' findings: the invariants, the tiers placements reached, and one
+    fragmentation figure per sample asked for, in order."""
+
+    invariants: dict[str, object]
+    tiers: Counter[str] = field(default_factory=Counter)
+    tier_gaps: Counter[int] = field(default_factory=Counter)
+    fragmented: list[int] = field(default_factory=list)
+
+
+class Observers:
+    """The observers themselves, in whichever process runs them."""
+
+    def __init__(self, built: BuiltScenario) -> None:
+        self.ledger = NodeLedger(built.nodes, built.levels)
+        self.checker = InvariantChecker(built.objects, self.ledger)
+        self.flavor_selectors = {
+            o.name: dict(o.spec.node_labels) for o in built.objects if isinstance(o, ResourceFlavor)
+        }
+        self.tiers: Counter[str] = Counter()
+        self.tier_gaps: Counter[int] = Counter()
+        self.fragmented: list[int] = []
+
+    def admitted(
+        self,
+        key: str,
+        job: JobSpec,
+        cluster_queue: str,
+        usage: dict[tuple[str, str], int],
+        flavors: dict[str, str],
+        counts: dict[str, int],
+        nodes: Sequence[str],
+        placed: bool,
+        now: float,
+    ) -> None:
+        ledger = self.ledger
+        best = None
+        if placed and job.nodes > 1 and ledger.levels:
+            # t*, counted before the gang itself lands on the ledger
+            flavor = next(iter(flavors.values()), None)
+            selector = self.flavor_selectors.get(flavor or "", {})
+            best = ledger.best_possible_level(job.nodes, pod_amounts(job), selector)
+        self.checker.admitted(key, job, cluster_queue, usage, flavors, counts, nodes, now)
+        if nodes and ledger.levels:
+            achieved = ledger.lowest_common_level(nodes)
+            level = ledger.levels[achieved] if achieved >= 0 else "spans top level"
+            target = len(ledger.levels) - 1 if best is None else best
+            self.tiers[level] += 1
+            self.tier_gaps[target - achieved] += 1
+
+    def released(self, key: str) -> None:
+        self.checker.released(key)
+
+    def sample(self, pending_shapes: Counter[tuple[int, int, int]]) -> int:
+        fragmented = fragmented_gpus(self.ledger, pending_shapes)
+        self.fragmented.append(fragmented)
+        return fragmented
+
+    def handle(self, message: Message) -> None:
+        kind = message[0]
+        if kind == "admitted":
+            self.admitted(*message[1:])  # type: ignore[arg-type]
+        elif kind == "released":
+            self.released(message[1])  # type: ignore[arg-type]
+        else:
+            self.sample(message[1])  # type: ignore[arg-type]
+
+    def finish(self) -> ObserverReport:
+        self.checker.finish()
+        return ObserverReport(self.checker.summary(), self.tiers, self.tier_gaps, self.fragmented)
+
+
+class InlineObservers:
+    """The observers in the loop's own process: each message is handled at once."""
+
+    def __init__(self, observers: Observers) -> None:
+        self.observers = observers
+
+    def admitted(self, *fields: object) -> None:
+        self.observers.admitted(*fields)  # type: ignore[arg-type]
+
+    def released(self, key: str) -> None:
+        self.observers.released(key)
+
+    def sample(self, pending_shapes: Counter[tuple[int, int, int]]) -> None:
+        self.observers.sample(pending_shapes)
+
+    def finish(self) -> ObserverReport:
+        return self.observers.finish()
+
+
+def _serve(observers: Observers, connection: Connection) -> None:
+    """The second process: handle batches in order until told to finish, then report."""
+    try:
+        while True:
+            batch = connection.recv()
+            if batch is None:
+                connection.send(observers.finish())
+                return
+            for message in batch:
+                observers.handle(message)
+    except EOFError:
+        return  # the loop's process went away: nobody to report to
+    except BaseException:  # any failure goes to the loop, which raises it
+        connection.send(traceback.format_exc())
+
+
+class ObserverProcess:
+    """The observers in a forked second process, fed in batches over a pipe.
+
+    Forked, the child starts with the observers exactly as built here (nodes, quota tree), so
+    nothing but the messages crosses the pipe. The parent's copy is never told anything after
+    the fork: only its fixed facts (node names, labels, allocatable) may be read in this process.
+    """
+
+    def __init__(self, observers: Observers) -> None:
+        context = multiprocessing.get_context("fork")
+        self._connection, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(observers, child), daemon=True)
+        self._process.start()
+        child.close()
+        self._outbox: list[Message] = []
+
+    def _post(self, message: Message) -> None:
+        outbox = self._outbox
+        outbox.append(message)
+        if len(outbox) >= BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        try:
+            self._connection.send(self._outbox)
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._failed() from None
+        self._outbox = []
+
+    def _failed(self) -> ObserverProcessError:
+        detail = ""
+        if self._connection.poll():
+            detail = f": {self._connection.recv()}"
+        return ObserverProcessError(f"the simulation's observer process stopped{detail}")
+
+    def admitted(self, *fields: object) -> None:
+        self._post(("admitted", *fields))
+
+    def released(self, key: str) -> None:
+        self._post(("released", key))
+
+    def sample(self, pending_shapes: Counter[tuple[int, int, int]]) -> None:
+        self._post(("sample", Counter(pending_shapes)))
+
+    def finish(self) -> ObserverReport:
+        self._flush()
+        try:
+            self._connection.send(None)
+            answer = self._connection.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            raise self._failed() from None
+        finally:
+            self._process.join(timeout=10)
+        if not isinstance(answer, ObserverReport):
+            raise ObserverProcessError(f"the simulation's observer process failed:\n{answer}")
+        return answer
+
+
+def choose_mode(mode: ObserverMode, built: BuiltScenario) -> Literal["inline", "process"]:
+    """``auto``: a second process for a large run on a machine with a second core, when this
+    process may fork safely (no other threads) and node failures do not read the ledger live."""
+    requested = os.environ.get(MODE_ENV, mode)
+    live_ledger = built.scenario.failures is not None  # node failures find their gangs on the ledger
+    can_fork = "fork" in multiprocessing.get_all_start_methods()
+    if requested == "process":
+        if live_ledger or not can_fork:
+            why = "node failures read the ledger live" if live_ledger else "this platform cannot fork"
+            raise SimulationInputError("environment", None, MODE_ENV, f"process: {why}; use inline or auto")
+        return "process"
+    if requested == "inline":
+        return "inline"
+    if requested != "auto":
+        raise SimulationInputError("environment", None, MODE_ENV, f"{requested!r}: expected auto, inline or process")
+    large = built.job_count >= PROCESS_FROM_JOBS
+    cores = (os.cpu_count() or 1) > 1
+    alone = threading.active_count() == 1
+    return "process" if large and cores and alone and can_fork and not live_ledger else "inline"
+
+
+def start_observers(
+    built: BuiltScenario, mode: ObserverMode = "auto"
+) -> tuple[Observers, InlineObservers | ObserverProcess]:
+    """The observers as built in this process, and the runner the loop reports to."""
+    observers = Observers(built)
+    if choose_mode(mode, built) == "process":
+        return observers, ObserverProcess(observers)
+    return observers, InlineObservers(observers)
