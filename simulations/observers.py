@@ -216,8 +216,8 @@ class ObserverProcess:
 
 
 def choose_mode(mode: ObserverMode, built: BuiltScenario) -> Literal["inline", "process"]:
-    """``auto``: a second process for a large run on a machine with a second core, when this
-    process may fork safely (no other threads) and node failures do not read the ledger live."""
+    """``auto``: a second process for a large run when this process may use a second core and
+    may fork safely (no other threads), and node failures do not read the ledger live."""
     requested = os.environ.get(MODE_ENV, mode)
     live_ledger = built.scenario.failures is not None  # node failures find their gangs on the ledger
     can_fork = "fork" in multiprocessing.get_all_start_methods()
@@ -231,9 +231,16 @@ def choose_mode(mode: ObserverMode, built: BuiltScenario) -> Literal["inline", "
     if requested != "auto":
         raise SimulationInputError("environment", None, MODE_ENV, f"{requested!r}: expected auto, inline or process")
     large = built.job_count >= PROCESS_FROM_JOBS
-    cores = (os.cpu_count() or 1) > 1
+    cores = _usable_cores() > 1
     alone = threading.active_count() == 1
     return "process" if large and cores and alone and can_fork and not live_ledger else "inline"
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (a taskset or cgroup pin counts, not the machine's total)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def start_observers(

@@ -8,9 +8,17 @@ from collections import Counter
 
 import pytest
 
+from simulations import observers
 from simulations.cluster import ClusterSpec
 from simulations.errors import SimulationInputError
-from simulations.observers import MODE_ENV, ObserverProcess, ObserverProcessError, Observers, choose_mode
+from simulations.observers import (
+    MODE_ENV,
+    PROCESS_FROM_JOBS,
+    ObserverProcess,
+    ObserverProcessError,
+    Observers,
+    choose_mode,
+)
 from simulations.scenarios import BENCH_SCENARIO, FailureSpec, Scenario, build
 from simulations.simulator import Simulation
 from trainyard.benchmarks.decision_hash import decision_hash
@@ -48,6 +56,15 @@ def test_auto_keeps_small_runs_and_live_ledgers_in_process(monkeypatch: pytest.M
     assert choose_mode("auto", failing) == "inline"
     with pytest.raises(SimulationInputError, match="node failures read the ledger live"):
         choose_mode("process", failing)
+    large = build(_small_bench(PROCESS_FROM_JOBS))
+    monkeypatch.setattr(observers.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(observers, "_usable_cores", lambda: 2)
+    assert choose_mode("auto", large) == "process"
+    monkeypatch.setattr(observers, "_usable_cores", lambda: 1)  # pinned to one core: no gain
+    assert choose_mode("auto", large) == "inline"
+    monkeypatch.setattr(observers, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(observers.threading, "active_count", lambda: 3)  # forking beside threads: unsafe
+    assert choose_mode("auto", large) == "inline"
     monkeypatch.setenv(MODE_ENV, "sideways")
     with pytest.raises(SimulationInputError, match=f"environment: {MODE_ENV}: 'sideways': expected auto"):
         choose_mode("auto", small)
