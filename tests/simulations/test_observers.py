@@ -4,6 +4,7 @@ forked second one, and a second process that fails is reported, not waited on.""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import Counter
 
 import pytest
@@ -57,13 +58,13 @@ def test_auto_keeps_small_runs_and_live_ledgers_in_process(monkeypatch: pytest.M
     with pytest.raises(SimulationInputError, match="node failures read the ledger live"):
         choose_mode("process", failing)
     large = build(_small_bench(PROCESS_FROM_JOBS))
-    monkeypatch.setattr(observers.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.setattr(observers, "_usable_cores", lambda: 2)
     assert choose_mode("auto", large) == "process"
     monkeypatch.setattr(observers, "_usable_cores", lambda: 1)  # pinned to one core: no gain
     assert choose_mode("auto", large) == "inline"
     monkeypatch.setattr(observers, "_usable_cores", lambda: 2)
-    monkeypatch.setattr(observers.threading, "active_count", lambda: 3)  # forking beside threads: unsafe
+    monkeypatch.setattr(threading, "active_count", lambda: 3)  # forking beside threads: unsafe
     assert choose_mode("auto", large) == "inline"
     monkeypatch.setenv(MODE_ENV, "sideways")
     with pytest.raises(SimulationInputError, match=f"environment: {MODE_ENV}: 'sideways': expected auto"):
