@@ -12,7 +12,9 @@ same figures (``tests/simulations/test_observers.py`` checks it).
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
+import operator
 import os
 import threading
 import traceback
@@ -34,15 +36,18 @@ MODE_ENV = "TRAINYARD_SIM_OBSERVERS"
 # ``auto`` hands the observers to a second process from this many jobs: below it, starting the
 # process and pickling the messages cost more than the checks they move off the loop.
 PROCESS_FROM_JOBS = 20_000
-# messages per pipe write: large enough that pickling runs in bulk, small enough to keep the
-# second process busy while the loop runs
-BATCH = 2048
+# messages per pipe write (about 170 kB pickled): large enough that pickling runs in bulk, small
+# enough that a few fit in the pipe and the second process is kept busy while the loop runs
+BATCH = 1024
+# the pipe's capacity, where the platform lets us set it: a few batches
+PIPE_BYTES = 1 << 20
 
 # One message per fact, as a plain tuple (cheap to build and to pickle):
-#   ("admitted", key, job, cluster_queue, usage, flavors, counts, nodes, placed, now)
+#   ("admitted", key, the job's fields, cluster_queue, usage, flavors, counts, nodes, placed, now)
 #   ("released", key)
 #   ("sample", pending shapes)
 Message = tuple[object, ...]
+_job_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(JobSpec)))
 
 
 class ObserverProcessError(RuntimeError):
@@ -111,7 +116,8 @@ class Observers:
     def handle(self, message: Message) -> None:
         kind = message[0]
         if kind == "admitted":
-            self.admitted(*message[1:])  # type: ignore[arg-type]
+            key, fields, *decision = message[1:]
+            self.admitted(key, JobSpec(*fields), *decision)  # type: ignore[arg-type, misc]
         elif kind == "released":
             self.released(message[1])  # type: ignore[arg-type]
         else:
@@ -128,8 +134,19 @@ class InlineObservers:
     def __init__(self, observers: Observers) -> None:
         self.observers = observers
 
-    def admitted(self, *fields: object) -> None:
-        self.observers.admitted(*fields)  # type: ignore[arg-type]
+    def admitted(
+        self,
+        key: str,
+        job: JobSpec,
+        cluster_queue: str,
+        usage: dict[tuple[str, str], int],
+        flavors: dict[str, str],
+        counts: dict[str, int],
+        nodes: Sequence[str],
+        placed: bool,
+        now: float,
+    ) -> None:
+        self.observers.admitted(key, job, cluster_queue, usage, flavors, counts, nodes, placed, now)
 
     def released(self, key: str) -> None:
         self.observers.released(key)
@@ -141,20 +158,33 @@ class InlineObservers:
         return self.observers.finish()
 
 
-def _serve(observers: Observers, connection: Connection) -> None:
+def _serve(observers: Observers, inbox: Connection, outbox: Connection, unused: list[Connection]) -> None:
     """The second process: handle batches in order until told to finish, then report."""
+    for connection in unused:
+        connection.close()  # the parent's ends: with them closed, the parent's exit reads as EOF
     try:
         while True:
-            batch = connection.recv()
+            batch = inbox.recv()
             if batch is None:
-                connection.send(observers.finish())
+                outbox.send(observers.finish())
                 return
             for message in batch:
                 observers.handle(message)
     except EOFError:
         return  # the loop's process went away: nobody to report to
     except BaseException:  # any failure goes to the loop, which raises it
-        connection.send(traceback.format_exc())
+        outbox.send(traceback.format_exc())
+
+
+def _widen(connection: Connection) -> None:
+    """Let the pipe hold a few batches (Linux allows 1 MiB unprivileged), so the loop hands a
+    batch over and goes on while the second process is still busy with the one before."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(connection.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):
+        pass  # another platform, or a lower limit: the pipe keeps its default size
 
 
 class ObserverProcess:
@@ -167,10 +197,16 @@ class ObserverProcess:
 
     def __init__(self, observers: Observers) -> None:
         context = multiprocessing.get_context("fork")
-        self._connection, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(observers, child), daemon=True)
+        child_inbox, self._inbox_writer = context.Pipe(duplex=False)
+        self._reports, child_outbox = context.Pipe(duplex=False)
+        _widen(self._inbox_writer)
+        parent_ends = [self._inbox_writer, self._reports]
+        self._process = context.Process(
+            target=_serve, args=(observers, child_inbox, child_outbox, parent_ends), daemon=True
+        )
         self._process.start()
-        child.close()
+        child_inbox.close()
+        child_outbox.close()
         self._outbox: list[Message] = []
 
     def _post(self, message: Message) -> None:
@@ -181,19 +217,32 @@ class ObserverProcess:
 
     def _flush(self) -> None:
         try:
-            self._connection.send(self._outbox)
+            self._inbox_writer.send(self._outbox)
         except (BrokenPipeError, ConnectionResetError):
             raise self._failed() from None
         self._outbox = []
 
     def _failed(self) -> ObserverProcessError:
         detail = ""
-        if self._connection.poll():
-            detail = f": {self._connection.recv()}"
+        if self._reports.poll():
+            detail = f": {self._reports.recv()}"
         return ObserverProcessError(f"the simulation's observer process stopped{detail}")
 
-    def admitted(self, *fields: object) -> None:
-        self._post(("admitted", *fields))
+    def admitted(
+        self,
+        key: str,
+        job: JobSpec,
+        cluster_queue: str,
+        usage: dict[tuple[str, str], int],
+        flavors: dict[str, str],
+        counts: dict[str, int],
+        nodes: Sequence[str],
+        placed: bool,
+        now: float,
+    ) -> None:
+        # the job as a tuple of its fields: a dataclass pickles its class and field names too
+        fields = _job_fields(job)
+        self._post(("admitted", key, fields, cluster_queue, usage, flavors, counts, nodes, placed, now))
 
     def released(self, key: str) -> None:
         self._post(("released", key))
@@ -204,8 +253,8 @@ class ObserverProcess:
     def finish(self) -> ObserverReport:
         self._flush()
         try:
-            self._connection.send(None)
-            answer = self._connection.recv()
+            self._inbox_writer.send(None)
+            answer = self._reports.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError):
             raise self._failed() from None
         finally:
