@@ -19,12 +19,12 @@ import os
 import threading
 import traceback
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Literal
 
 from scheduler.api.kueue import ResourceFlavor
+from simulations.engine_driver import Admitted
 from simulations.errors import SimulationInputError
 from simulations.fragmentation import fragmented_gpus
 from simulations.invariants import InvariantChecker, NodeLedger, pod_amounts
@@ -43,11 +43,12 @@ BATCH = 1024
 PIPE_BYTES = 1 << 20
 
 # One message per fact, as a plain tuple (cheap to build and to pickle):
-#   ("admitted", key, the job's fields, cluster_queue, usage, flavors, counts, nodes, placed, now)
+#   ("admitted", the decision's fields, the job's fields, now)
 #   ("released", key)
 #   ("sample", pending shapes)
 Message = tuple[object, ...]
 _job_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(JobSpec)))
+_decision_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(Admitted)))
 
 
 class ObserverProcessError(RuntimeError):
@@ -78,28 +79,26 @@ class Observers:
         self.tier_gaps: Counter[int] = Counter()
         self.fragmented: list[int] = []
 
-    def admitted(
-        self,
-        key: str,
-        job: JobSpec,
-        cluster_queue: str,
-        usage: dict[tuple[str, str], int],
-        flavors: dict[str, str],
-        counts: dict[str, int],
-        nodes: Sequence[str],
-        placed: bool,
-        now: float,
-    ) -> None:
+    def admitted(self, decision: Admitted, job: JobSpec, now: float) -> None:
         ledger = self.ledger
         best = None
-        if placed and job.nodes > 1 and ledger.levels:
+        if decision.placed and job.nodes > 1 and ledger.levels:
             # t*, counted before the gang itself lands on the ledger
-            flavor = next(iter(flavors.values()), None)
+            flavor = next(iter(decision.flavors.values()), None)
             selector = self.flavor_selectors.get(flavor or "", {})
             best = ledger.best_possible_level(job.nodes, pod_amounts(job), selector)
-        self.checker.admitted(key, job, cluster_queue, usage, flavors, counts, nodes, now)
-        if nodes and ledger.levels:
-            achieved = ledger.lowest_common_level(nodes)
+        self.checker.admitted(
+            decision.key,
+            job,
+            decision.cluster_queue,
+            decision.usage,
+            decision.flavors,
+            decision.counts,
+            decision.nodes,
+            now,
+        )
+        if decision.nodes and ledger.levels:
+            achieved = ledger.lowest_common_level(decision.nodes)
             level = ledger.levels[achieved] if achieved >= 0 else "spans top level"
             target = len(ledger.levels) - 1 if best is None else best
             self.tiers[level] += 1
@@ -116,8 +115,8 @@ class Observers:
     def handle(self, message: Message) -> None:
         kind = message[0]
         if kind == "admitted":
-            key, fields, *decision = message[1:]
-            self.admitted(key, JobSpec(*fields), *decision)  # type: ignore[arg-type, misc]
+            _, decision, job, now = message
+            self.admitted(Admitted(*decision), JobSpec(*job), now)  # type: ignore[arg-type, misc]
         elif kind == "released":
             self.released(message[1])  # type: ignore[arg-type]
         else:
@@ -134,19 +133,8 @@ class InlineObservers:
     def __init__(self, observers: Observers) -> None:
         self.observers = observers
 
-    def admitted(
-        self,
-        key: str,
-        job: JobSpec,
-        cluster_queue: str,
-        usage: dict[tuple[str, str], int],
-        flavors: dict[str, str],
-        counts: dict[str, int],
-        nodes: Sequence[str],
-        placed: bool,
-        now: float,
-    ) -> None:
-        self.observers.admitted(key, job, cluster_queue, usage, flavors, counts, nodes, placed, now)
+    def admitted(self, decision: Admitted, job: JobSpec, now: float) -> None:
+        self.observers.admitted(decision, job, now)
 
     def released(self, key: str) -> None:
         self.observers.released(key)
@@ -228,21 +216,9 @@ class ObserverProcess:
             detail = f": {self._reports.recv()}"
         return ObserverProcessError(f"the simulation's observer process stopped{detail}")
 
-    def admitted(
-        self,
-        key: str,
-        job: JobSpec,
-        cluster_queue: str,
-        usage: dict[tuple[str, str], int],
-        flavors: dict[str, str],
-        counts: dict[str, int],
-        nodes: Sequence[str],
-        placed: bool,
-        now: float,
-    ) -> None:
-        # the job as a tuple of its fields: a dataclass pickles its class and field names too
-        fields = _job_fields(job)
-        self._post(("admitted", key, fields, cluster_queue, usage, flavors, counts, nodes, placed, now))
+    def admitted(self, decision: Admitted, job: JobSpec, now: float) -> None:
+        # records as tuples of their fields: a dataclass pickles its class and field names too
+        self._post(("admitted", _decision_fields(decision), _job_fields(job), now))
 
     def released(self, key: str) -> None:
         self._post(("released", key))

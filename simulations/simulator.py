@@ -143,17 +143,7 @@ class Simulation:
 
     def _admit(self, decision: Admitted, now: float) -> None:
         job = self.jobs[decision.key]
-        self.observers.admitted(
-            decision.key,
-            job,
-            decision.cluster_queue,
-            decision.usage,
-            decision.flavors,
-            decision.counts,
-            decision.nodes,
-            decision.placed,
-            now,
-        )
+        self.observers.admitted(decision, job, now)
         amount = self._amount(job)
         self.metrics.admitted(decision.key, amount, now)
         shape = (job.gpus, job.gpus_per_node, job.nodes)
