@@ -241,8 +241,9 @@ class ObserverProcess:
 
 
 def choose_mode(mode: ObserverMode, built: BuiltScenario) -> Literal["inline", "process"]:
-    """``auto``: a second process for a large run when this process may use a second core and
-    may fork safely (no other threads), and node failures do not read the ledger live."""
+    """``auto``: a second process for a large run when this process may use a second core, is
+    not itself a worker of a process pool, may fork safely (no other threads), and node failures
+    do not read the ledger live."""
     requested = os.environ.get(MODE_ENV, mode)
     live_ledger = built.scenario.failures is not None  # node failures find their gangs on the ledger
     can_fork = "fork" in multiprocessing.get_all_start_methods()
@@ -258,7 +259,9 @@ def choose_mode(mode: ObserverMode, built: BuiltScenario) -> Literal["inline", "
     large = built.job_count >= PROCESS_FROM_JOBS
     cores = _usable_cores() > 1
     alone = threading.active_count() == 1
-    return "process" if large and cores and alone and can_fork and not live_ledger else "inline"
+    # a run inside a worker process (what-if variants run one per core) already shares the cores
+    top_level = multiprocessing.parent_process() is None
+    return "process" if large and cores and alone and top_level and can_fork and not live_ledger else "inline"
 
 
 def _usable_cores() -> int:

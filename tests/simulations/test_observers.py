@@ -4,6 +4,7 @@ forked second one, and a second process that fails is reported, not waited on.""
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import threading
 from collections import Counter
 
@@ -65,6 +66,9 @@ def test_auto_keeps_small_runs_and_live_ledgers_in_process(monkeypatch: pytest.M
     assert choose_mode("auto", large) == "inline"
     monkeypatch.setattr(observers, "_usable_cores", lambda: 2)
     monkeypatch.setattr(threading, "active_count", lambda: 3)  # forking beside threads: unsafe
+    assert choose_mode("auto", large) == "inline"
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())  # a pool's worker
     assert choose_mode("auto", large) == "inline"
     monkeypatch.setenv(MODE_ENV, "sideways")
     with pytest.raises(SimulationInputError, match=f"environment: {MODE_ENV}: 'sideways': expected auto"):
