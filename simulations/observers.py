@@ -5,9 +5,9 @@ Nothing here feeds back into a decision: the simulator tells the observers what 
 decided, in order, and reads their findings only after the loop. That makes them a pipeline
 stage. A large run (``ObserverProcess``) hands them to a second process over a pipe, in
 batches, so the checks run on the second core while the loop goes on; a small run, or one whose
-node failures read the ledger live, keeps them in the loop's own process (``InlineObservers``).
-Both run the same ``Observers`` code on the same messages in the same order, so they report the
-same figures (``tests/simulations/test_observers.py`` checks it).
+node failures read the ledger live, calls ``Observers`` in the loop's own process. Both run the
+same ``Observers`` code on the same messages in the same order, so they report the same figures
+(``tests/simulations/test_observers.py`` checks it).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 import threading
 import traceback
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Literal
 
@@ -61,9 +61,9 @@ class ObserverReport:
     fragmentation figure per sample asked for, in order."""
 
     invariants: dict[str, object]
-    tiers: Counter[str] = field(default_factory=Counter)
-    tier_gaps: Counter[int] = field(default_factory=Counter)
-    fragmented: list[int] = field(default_factory=list)
+    tiers: Counter[str]
+    tier_gaps: Counter[int]
+    fragmented: list[int]
 
 
 class Observers:
@@ -107,10 +107,8 @@ class Observers:
     def released(self, key: str) -> None:
         self.checker.released(key)
 
-    def sample(self, pending_shapes: Counter[tuple[int, int, int]]) -> int:
-        fragmented = fragmented_gpus(self.ledger, pending_shapes)
-        self.fragmented.append(fragmented)
-        return fragmented
+    def sample(self, pending_shapes: Counter[tuple[int, int, int]]) -> None:
+        self.fragmented.append(fragmented_gpus(self.ledger, pending_shapes))
 
     def handle(self, message: Message) -> None:
         kind = message[0]
@@ -125,25 +123,6 @@ class Observers:
     def finish(self) -> ObserverReport:
         self.checker.finish()
         return ObserverReport(self.checker.summary(), self.tiers, self.tier_gaps, self.fragmented)
-
-
-class InlineObservers:
-    """The observers in the loop's own process: each message is handled at once."""
-
-    def __init__(self, observers: Observers) -> None:
-        self.observers = observers
-
-    def admitted(self, decision: Admitted, job: JobSpec, now: float) -> None:
-        self.observers.admitted(decision, job, now)
-
-    def released(self, key: str) -> None:
-        self.observers.released(key)
-
-    def sample(self, pending_shapes: Counter[tuple[int, int, int]]) -> None:
-        self.observers.sample(pending_shapes)
-
-    def finish(self) -> ObserverReport:
-        return self.observers.finish()
 
 
 def _serve(observers: Observers, inbox: Connection, outbox: Connection, unused: list[Connection]) -> None:
@@ -271,11 +250,6 @@ def _usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def start_observers(
-    built: BuiltScenario, mode: ObserverMode = "auto"
-) -> tuple[Observers, InlineObservers | ObserverProcess]:
-    """The observers as built in this process, and the runner the loop reports to."""
-    observers = Observers(built)
-    if choose_mode(mode, built) == "process":
-        return observers, ObserverProcess(observers)
-    return observers, InlineObservers(observers)
+def start_observers(observers: Observers, mode: Literal["inline", "process"]) -> Observers | ObserverProcess:
+    """What the loop reports to: the observers themselves, or a second process running a copy."""
+    return ObserverProcess(observers) if mode == "process" else observers

@@ -35,7 +35,7 @@ from simulations.metrics import MetricsRecorder
 from simulations.never_ran import never_ran as list_never_ran
 from simulations.never_ran import unfinished as list_unfinished
 from simulations.node_failures import NodeFailures
-from simulations.observers import ObserverMode, start_observers
+from simulations.observers import ObserverMode, ObserverProcess, Observers, choose_mode, start_observers
 from simulations.result import ProgressCallback, SimulationResult
 
 __all__ = ["ProgressCallback", "Simulation", "SimulationResult", "simulate"]
@@ -78,11 +78,12 @@ class Simulation:
             self.driver.apply(obj)
         for node in built.nodes:
             self.driver.apply(node)
-        # the checks that watch the run (invariants, t*, fragmentation), in this process or a
-        # second one; ``self.ledger`` is theirs as built: with a second process, only its fixed
-        # facts (names, labels, allocatable) are read here
-        built_observers, self.observers = start_observers(built, observers)
-        self.ledger = built_observers.ledger
+        # the checks that watch the run (invariants, t*, fragmentation), in this process or, once
+        # the run starts, a second one; ``self.ledger`` is theirs as built: with a second
+        # process, only its fixed facts (names, labels, allocatable) are read here
+        self._observer_mode = choose_mode(observers, built)
+        self.observers: Observers | ObserverProcess = Observers(built)
+        self.ledger = self.observers.ledger
         self.lifecycle = PodLifecycle(load_stages(scenario.stages))
         self.metrics = MetricsRecorder(
             built.capacity,
@@ -197,6 +198,9 @@ class Simulation:
     # --------------------------------------------------------------------------------- loop
 
     def run(self) -> SimulationResult:
+        if isinstance(self.observers, Observers):
+            # forked here, not at construction: a simulation built and never run leaves no process
+            self.observers = start_observers(self.observers, self._observer_mode)
         with batch_collector():
             return self._run()
 
