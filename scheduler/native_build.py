@@ -25,7 +25,7 @@ def build() -> Path:
     with tempfile.TemporaryDirectory(prefix="engine-mypyc-") as scratch:
         work = Path(scratch)
         # mypyc builds next to its sources: compile a copy of the packages, never the tree
-        for package in ("runtimes", "scheduler"):
+        for package in ("runtimes", "scheduler", "simulations"):
             shutil.copytree(ROOT / package, work / package, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(ROOT / "pyproject.toml", work)  # the project's mypy settings
         sources = [str(source_path(package, name).relative_to(ROOT)) for package, name in _modules()]

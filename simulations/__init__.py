@@ -7,3 +7,9 @@ sandbox cluster (``sandbox``: an API server speaking the Kubernetes protocol wit
 Never: owns a scheduling rule (it drives ``scheduler.engine`` through its public API, or the real
 service), or imports ``webhooks`` or the ``trainyard`` CLI.
 """
+
+from scheduler.native import activate as _activate_native
+
+# the simulator's hot loop (events, the engine driver, KWOK stage chains, metrics) runs compiled
+# when ``make install`` built it; before any submodule is imported
+_activate_native(__path__, __name__)

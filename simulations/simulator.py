@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -58,6 +59,14 @@ class _Running:
     finishes_at: float | None = None  # when its pod stages complete the job; None: they never do
 
 
+class PlayedDecisions(Protocol):
+    """Told each decision the run acts on, as it plays it out (the sandbox comparison records them)."""
+
+    def admitted(self, decision: Admitted, now: float) -> None: ...
+
+    def removed(self, removed: Removed, now: float, preempted: bool) -> None: ...
+
+
 class Simulation:
     def __init__(
         self,
@@ -66,8 +75,10 @@ class Simulation:
         progress: ProgressCallback | None = None,
         horizon: float | None = None,
         observers: ObserverMode = "auto",
+        played: PlayedDecisions | None = None,
     ) -> None:
         self.built = built
+        self.played = played
         self.seed = seed
         self.progress = progress
         self.horizon = horizon if horizon is not None else built.horizon
@@ -143,6 +154,8 @@ class Simulation:
         self.pending_shapes[(job.gpus, job.gpus_per_node, job.nodes)] += 1
 
     def _admit(self, decision: Admitted, now: float) -> None:
+        if self.played is not None:
+            self.played.admitted(decision, now)
         job = self.jobs[decision.key]
         self.observers.admitted(decision, job, now)
         amount = self._amount(job)
@@ -172,6 +185,8 @@ class Simulation:
         running = self.running.pop(removed.key, None)
         if running is None:
             return
+        if self.played is not None:
+            self.played.removed(removed, now, preempted)
         self.generation[removed.key] = running.generation + 1  # voids its pending stage events
         self.observers.released(removed.key)
         self.metrics.released(removed.key, running.amount, now, requeued=True)

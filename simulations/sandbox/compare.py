@@ -56,29 +56,25 @@ def _nodes(decision: Admitted) -> tuple[str, ...]:
     return tuple(sorted(decision.nodes)) if decision.placed else ()
 
 
+class _Recorder:
+    """The simulator's two effects, observed: the decisions it acts on are exactly these calls."""
+
+    def __init__(self, record: RunRecord) -> None:
+        self.record = record
+
+    def admitted(self, decision: Admitted, now: float) -> None:
+        flavors = tuple(sorted(decision.flavors.items()))
+        self.record.add(decision.key, Decision(now, "admitted", decision.cluster_queue, flavors, _nodes(decision)))
+
+    def removed(self, removed: Removed, now: float, preempted: bool) -> None:
+        # called only for a running gang, as only a running gang is taken back
+        self.record.add(removed.key, Decision(now, "preempted" if preempted else "evicted"))
+
+
 def simulate_recorded(built: BuiltScenario, seed: int = 1) -> tuple[SimulationResult, RunRecord]:
     """Run the embedded simulator and keep each decision it played out, at its virtual time."""
-    simulation = Simulation(built, seed)
     record = RunRecord()
-    admit, remove = simulation._admit, simulation._remove
-
-    def recorded_admit(decision: Admitted, now: float) -> None:
-        record.add(
-            decision.key,
-            Decision(
-                now, "admitted", decision.cluster_queue, tuple(sorted(decision.flavors.items())), _nodes(decision)
-            ),
-        )
-        admit(decision, now)
-
-    def recorded_remove(removed: Removed, now: float, preempted: bool) -> None:
-        if removed.key in simulation.running:  # as _remove itself: only a running gang is taken back
-            record.add(removed.key, Decision(now, "preempted" if preempted else "evicted"))
-        remove(removed, now, preempted)
-
-    # The simulator's two effects, observed: the decisions it acts on are exactly these calls.
-    simulation._admit = recorded_admit  # type: ignore[method-assign]
-    simulation._remove = recorded_remove  # type: ignore[method-assign]
+    simulation = Simulation(built, seed, played=_Recorder(record))
     result = simulation.run()
     for job in result.never_ran:
         if job["never_fits"]:

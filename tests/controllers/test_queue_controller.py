@@ -82,8 +82,11 @@ async def test_a_job_that_does_not_fit_waits_with_its_reason_and_position(fake_a
         async def both_pending() -> bool:
             second, third = await reader.workload_of("second"), await reader.workload_of("third")
             conditions = [condition(w, "QuotaReserved") for w in (second, third)]
+            # both tried (the quota reason, not only "waiting for its turn": a status written
+            # before the cycle that tried them, which a loaded machine can leave for a while)
             return (
                 all(c is not None and c["status"] == "False" for c in conditions)
+                and all(c is not None and "insufficient unused quota" in str(c["message"]) for c in conditions)
                 and len({str(c["message"]).rsplit("(position ", 1)[-1] for c in conditions if c is not None}) == 2
             )
 
