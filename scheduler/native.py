@@ -53,6 +53,7 @@ COMPILED: dict[str, tuple[str, ...]] = {
         "leaf_index",
         "placer",
         "reservations",
+        "row_block",
         "search",
         "shapes",
     ),

@@ -305,7 +305,10 @@ class WorkloadStatus(KubeModel):
     admission_checks: list[AdmissionCheckState] = Field(default_factory=list)
 
     def condition(self, kind: str) -> Condition | None:
-        return next((c for c in self.conditions if c.type == kind), None)
+        for condition in self.conditions:  # a loop, not next(genexpr): asked of every workload submitted
+            if condition.type == kind:
+                return condition
+        return None
 
     def is_true(self, kind: str) -> bool:
         condition = self.condition(kind)

@@ -23,40 +23,20 @@ import numpy.typing as npt
 from runtimes.k8s.core import Taint, Toleration
 from scheduler.topology.graph import IntArray, NodeInfo, TopologyIndex
 from scheduler.topology.leaf_index import MOVES_PER_CHANGE, SlotBits
-from scheduler.topology.shapes import EligibilityKey, PodShape, ShapeCounts
+from scheduler.topology.row_block import ActiveRows, consecutive
+from scheduler.topology.shapes import PODS, EligibilityKey, PodShape, ShapeCounts, pod_shape
 
 BoolArray = npt.NDArray[np.bool_]
-PODS = "pods"
 _CACHED_SHAPES = 32
 _UNBOUNDED = np.int64(1) << 40  # slots of a shape that asks for nothing: bounded only by eligibility
+_UNBOUNDED_SLOTS = int(_UNBOUNDED)
 _NO_LIMIT = np.iinfo(np.int64).max  # a resource the shape does not ask for limits nothing
 # State versions are drawn from one counter, so no two states (nor two moments of one) share one.
 _VERSIONS = itertools.count(1)
 
 
-def _toleration_key(t: Toleration) -> tuple[str | None, ...]:
-    return (t.key, t.operator, t.value, t.effect)
-
-
 def _tolerated(tolerations: Sequence[Toleration], taints: tuple[Taint, ...]) -> bool:
     return all(any(t.tolerates(taint) for t in tolerations) for taint in taints)
-
-
-class _ActiveRows:
-    """The cached shapes' divisors and flags gathered once per set of rows, shaped for
-    broadcasting against a block of nodes: ``_refresh`` runs on every multi-node change, and each
-    gather it would otherwise repeat is a numpy call whose fixed cost outweighs its work."""
-
-    def __init__(self, rows: IntArray, state: CapacityState) -> None:
-        self.rows_column = rows[:, None]
-        self.divisors = state._divisors[rows][:, :, None]
-        self.unrequested = state._unrequested[rows][:, :, None]
-        self.asks_nothing = state._asks_nothing[rows][:, None]
-        self.feasible = state._feasible[rows][:, None]
-        # the usual case, which skips two masking steps: every shape asks for something, is
-        # feasible and may run on every node
-        self.any_asks_nothing = bool(state._asks_nothing[rows].any())
-        self.unmasked = bool(state._feasible[rows].all()) and bool(state._row_masks[rows].all())
 
 
 class CapacityState:
@@ -99,6 +79,11 @@ class CapacityState:
         rows, resources = _CACHED_SHAPES, len(self.resources)
         self._slot_rows = np.zeros((rows, n), dtype=np.int64)
         self._cap_rows = [np.zeros((rows, len(starts)), dtype=np.int64) for starts in index.starts[:-1]]
+        # the same memory as memoryviews, for the one-node path: a memoryview reads or writes one
+        # element in a fraction of what indexing a numpy array costs (the arrays are never replaced)
+        self._free_cells = self.free.data
+        self._slot_cells = self._slot_rows.data
+        self._cap_cells = [caps.data for caps in self._cap_rows]
         self._row_masks = np.zeros((rows, n), dtype=np.bool_)
         self._row_eligibility: list[tuple[EligibilityKey, tuple[Toleration, ...]] | None] = [None] * rows
         self._row_bits: list[SlotBits | None] = [None] * rows
@@ -109,7 +94,7 @@ class CapacityState:
         self._feasible = np.zeros(rows, dtype=np.bool_)
         self._spare_rows = list(range(rows - 1, -1, -1))
         self._active = np.zeros(0, dtype=np.int64)
-        self._active_terms = _ActiveRows(self._active, self)
+        self._active_terms = self._gather_active()
         # per active row, for the one-node refresh: (row, requested (resource, amount) pairs or
         # None when the shape asks for nothing, feasible, its slot bitsets)
         self._row_terms: list[tuple[int, list[tuple[int, int]] | None, bool, SlotBits]] = []
@@ -139,22 +124,7 @@ class CapacityState:
         tolerations: Sequence[Toleration] = (),
         node_selector: Mapping[str, str] | None = None,
     ) -> PodShape:
-        amounts = [0] * len(self.resources)
-        feasible = True
-        for res, amount in requests.items():
-            if amount <= 0:
-                continue
-            if res not in self.resource_index:
-                feasible = False
-                continue
-            amounts[self.resource_index[res]] = amount
-        if PODS in self.resource_index and not requests.get(PODS):
-            amounts[self.resource_index[PODS]] = 1  # every pod takes one of the node's pod slots
-        key: EligibilityKey = (
-            tuple(_toleration_key(t) for t in tolerations),
-            tuple(sorted((node_selector or {}).items())),
-        )
-        return PodShape(tuple(amounts), key, feasible)
+        return pod_shape(self.resource_index, requests, tolerations, node_selector)
 
     def eligible(self, shape: PodShape, tolerations: Sequence[Toleration]) -> BoolArray:
         """Nodes where pods of the shape may run at all (Ready, uncordoned, taints, selector)."""
@@ -212,9 +182,13 @@ class CapacityState:
         self._feasible[row] = shape.feasible
         self._counts[shape] = row
         self._active = np.array(sorted(self._counts.values()), dtype=np.int64)
-        self._active_terms = _ActiveRows(self._active, self)
+        self._active_terms = self._gather_active()
         self._row_terms = [self._terms(r) for r in self._active.tolist()]
         return row
+
+    def _gather_active(self) -> ActiveRows:
+        rows = self._active
+        return ActiveRows(rows, self._divisors, self._unrequested, self._asks_nothing, self._feasible, self._row_masks)
 
     def _terms(self, row: int) -> tuple[int, list[tuple[int, int]] | None, bool, SlotBits]:
         requested = [(r, int(d)) for r, d in enumerate(self._divisors[row].tolist()) if not self._unrequested[row, r]]
@@ -246,9 +220,16 @@ class CapacityState:
         return self.alloc - self.free
 
     def apply(
-        self, nodes: IntArray, delta: IntArray, *, ascending: bool | None = None, frees: bool | None = None
-    ) -> None:
-        """``used[:, nodes] += delta``; patch every cached shape on just those nodes.
+        self,
+        nodes: IntArray,
+        delta: IntArray,
+        *,
+        ascending: bool | None = None,
+        frees: bool | None = None,
+        report_overcommit: bool = False,
+    ) -> bool:
+        """``used[:, nodes] += delta``; patch every cached shape on just those nodes. With
+        ``report_overcommit``, True when one of those nodes is left with a negative free amount.
 
         Callers that know it say whether ``nodes`` is strictly ascending (distinct, in topology
         order) and whether the change frees capacity; otherwise both are worked out here.
@@ -259,23 +240,36 @@ class CapacityState:
         if frees:
             self.grown = self.version
         if len(nodes) == 1:
-            # most reservations and releases touch one node: a plain column view, no fancy indexing
+            # most reservations and releases touch one node: element by element, no numpy call
             i = int(nodes[0])
-            free = self.free[:, i]
-            free -= delta[:, 0]
+            cells = self._free_cells
+            free: list[int] = []
+            negative = False
+            for resource, amount in enumerate(delta[:, 0].tolist()):
+                left: int = cells[resource, i]
+                if amount:
+                    left -= amount
+                    cells[resource, i] = left
+                if left < 0:
+                    negative = True
+                    left = 0
+                free.append(left)
             if len(self._active):
-                self._refresh_one(i)
-            return
+                self._refresh_one(i, free)
+            return negative and report_overcommit
         if ascending is None:
             ascending = bool(np.logical_and.reduce(nodes[1:] > nodes[:-1]))
         if ascending:
             # distinct positions (placements list their nodes in topology order): no ufunc.at needed
             unique = nodes
-            self.free[:, nodes] -= delta
+            columns = consecutive(nodes)
+            self.free[:, columns] -= delta
         else:
             np.subtract.at(self.free.T, nodes, delta.T)  # .T is a view: columns are nodes
-            unique = np.unique(nodes)
+            unique = columns = np.unique(nodes)
+        negative = report_overcommit and bool(np.minimum.reduce(self.free[:, columns], axis=None) < 0)
         self._refresh(unique)
+        return negative
 
     def _refresh(self, nodes: IntArray) -> None:
         """Recount every cached shape on ``nodes`` (distinct positions) and patch the domain sums."""
@@ -286,28 +280,36 @@ class CapacityState:
             self._refresh_one(int(nodes[0]))
             return
         terms = self._active_terms
-        free = np.maximum(self.free[:, nodes], 0)  # resources × nodes
+        columns = consecutive(nodes)
+        free = np.maximum(self.free[:, columns], 0)  # resources × nodes
         fit = free[None, :, :] // terms.divisors  # shapes × resources × nodes
-        fit = np.minimum.reduce(np.where(terms.unrequested, _NO_LIMIT, fit), axis=1, initial=_NO_LIMIT)
+        if terms.all_requested:
+            fit = np.minimum.reduce(fit, axis=1)
+        else:
+            fit = np.minimum.reduce(np.where(terms.unrequested, _NO_LIMIT, fit), axis=1, initial=_NO_LIMIT)
         if terms.any_asks_nothing:
             fit = np.where(terms.asks_nothing, _UNBOUNDED, fit)
-        block = (terms.rows_column, nodes)  # shapes × nodes, by broadcasting (np.ix_ costs more)
+        # shapes × nodes: slices where rows and nodes are consecutive, else by broadcasting
+        # (np.ix_ costs more)
+        shapes = terms.row_span if terms.row_span is not None else terms.rows_column
+        block = (shapes, columns if terms.row_span is not None else nodes)
         fresh = fit if terms.unmasked else np.where(self._row_masks[block] & terms.feasible, fit, 0)
         old = self._slot_rows[block]
+        if isinstance(block[1], slice):
+            old = old.copy()  # a view of the rows written just below
         change = fresh - old
-        if not np.count_nonzero(change):
-            return
         self._slot_rows[block] = fresh
         self._move_bits(rows, nodes, old, fresh, change)
         per_shape: IntArray | None = None
         first, last = int(nodes[0]), int(nodes[-1])
+        row_index = terms.row_span if terms.row_span is not None else rows
         for level, caps in enumerate(self._cap_rows):
             domain_of = self._domain_of[level]
             if domain_of[first] == domain_of[last]:
                 # nodes in topology order: all in one domain at this level (a gang in one block)
                 if per_shape is None:
                     per_shape = np.add.reduce(change, axis=1)
-                caps[rows, domain_of[first]] += per_shape
+                caps[row_index, domain_of[first]] += per_shape
             else:
                 np.add.at(caps, (terms.rows_column, self.index.node_domain[level][nodes][None, :]), change)
 
@@ -327,29 +329,31 @@ class CapacityState:
                 if before != after:
                     row_bits.move(node, before, after)
 
-    def _refresh_one(self, i: int) -> None:
+    def _refresh_one(self, i: int, free: list[int] | None = None) -> None:
         """``_refresh`` of one node in plain Python: most reservations and releases touch one
         node, and for a handful of cached shapes numpy's per-call cost would dominate. Computes
-        exactly what the vectorized path does."""
-        free = [max(amount, 0) for amount in self.free[:, i].tolist()]
-        slot_rows = self._slot_rows
+        exactly what the vectorized path does. ``free`` is the node's free amounts, floored at 0,
+        when the caller has them."""
+        if free is None:
+            free = [max(amount, 0) for amount in self.free[:, i].tolist()]
+        slot_cells = self._slot_cells
         # one read for every row (a read per row would cost a numpy call each); none when every
         # shape may run everywhere
         masks = None if self._active_terms.unmasked else self._row_masks[:, i].tolist()
-        slots = slot_rows[:, i].tolist()
         for row, requested, feasible, row_bits in self._row_terms:
             if masks is not None and (not feasible or not masks[row]):
                 fresh = 0
             elif requested is None:
-                fresh = int(_UNBOUNDED)
+                fresh = _UNBOUNDED_SLOTS
             else:
                 fresh = min([free[r] // amount for r, amount in requested])
-            change = fresh - slots[row]
-            if change:
-                slot_rows[row, i] = fresh
-                row_bits.move(i, slots[row], fresh)
-                for caps, domain_of in zip(self._cap_rows, self._domain_of, strict=True):
-                    caps[row, domain_of[i]] += change
+            before: int = slot_cells[row, i]
+            if fresh != before:
+                slot_cells[row, i] = fresh
+                row_bits.move(i, before, fresh)
+                change = fresh - before
+                for cells, domain_of in zip(self._cap_cells, self._domain_of, strict=True):
+                    cells[row, domain_of[i]] += change
 
     def update_node(self, i: int, info: NodeInfo) -> None:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""
@@ -369,7 +373,7 @@ class CapacityState:
             eligibility = self._row_eligibility[row]
             assert eligibility is not None
             self._row_masks[row, i] = self._compute_mask(eligibility[0], eligibility[1], nodes)[0]
-        self._active_terms = _ActiveRows(self._active, self)  # a mask may have changed
+        self._active_terms = self._gather_active()  # a mask may have changed
         self._refresh(nodes)
 
     def used_by_name(self) -> dict[str, dict[str, int]]:

@@ -53,5 +53,5 @@ class PlacementDescriber:
                 if level == last:
                     return level, int(ids[0]), 1
                 below = index.node_domain[level + 1][nodes]
-                return level, int(ids[0]), len(np.unique(below))
+                return level, int(ids[0]), len(set(below.tolist()))
         return 0, 0, 0  # unreachable: level 0 has one domain

@@ -116,7 +116,7 @@ class Distributor:
             if exact[first]:
                 return first
             return int(np.where(caps >= need, caps, _NO_FIT).argmin())
-        candidates = np.flatnonzero(caps >= need)
+        candidates = (caps >= need).nonzero()[0]
         if len(candidates) == 1:
             return int(candidates[0])
         child = level + 1
@@ -145,7 +145,7 @@ class Distributor:
                 f"{ps.describe_pod()}, each slice in one {slice_label}"
             )
         caps = self.unit_caps(counts, levels.top, levels)
-        room = int(caps.max()) if len(caps) else 0
+        room = int(np.maximum.reduce(caps)) if len(caps) else 0
         unit = "slices" if levels.slice_level is not None else "pods"
         if levels.required:
             label = index.level_names[levels.top]
@@ -222,23 +222,23 @@ class Picked:
         whole = whole[self.slots[whole] > 0]
         nodes = np.concatenate([np.array([p[0] for p in self.pairs], dtype=np.int64), whole])
         repeats = np.concatenate([np.array([p[1] for p in self.pairs], dtype=np.int64), self.slots[whole]])
-        order = np.argsort(nodes, kind="stable")  # nodes are distinct: domains do not overlap
+        order = nodes.argsort(kind="stable")  # nodes are distinct: domains do not overlap
         return nodes[order].repeat(repeats[order])
 
 
 def pack_best_fit(slots: IntArray, ps: PodSetRequest) -> IntArray | None:
     """Unconstrained: the tightest single node if one holds all, else fullest nodes first.
     One node position per pod, or None when the flavor has too little room in total."""
-    total = int(slots.sum())
+    total = int(np.add.reduce(slots))
     if total < ps.count:
         return None
-    fits = np.flatnonzero(slots >= ps.count)
+    fits = (slots >= ps.count).nonzero()[0]
     if len(fits):
         node = tightest_domain(slots, fits, None)
         return np.full(ps.count, node, dtype=np.int64)
-    candidates = np.flatnonzero(slots > 0)
-    order = candidates[np.argsort(slots[candidates], kind="stable")]
-    running = np.cumsum(slots[order])
+    candidates = (slots > 0).nonzero()[0]
+    order = candidates[slots[candidates].argsort(kind="stable")]
+    running = slots[order].cumsum()
     used = int(np.searchsorted(running, ps.count)) + 1
     chosen = order[:used]
     amounts = slots[chosen].copy()

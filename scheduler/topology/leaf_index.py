@@ -41,10 +41,10 @@ class SlotBits:
     def _rebuild(self) -> None:
         slots = self._slots
         self._by_count = {}
-        top = int(slots.max()) if len(slots) else 0
+        top = int(np.maximum.reduce(slots)) if len(slots) else 0
         if top <= _COUNTED_VALUES:
             # small counts (GPU shapes): which occur, by a count per value rather than a sort
-            values = np.flatnonzero(np.bincount(slots, minlength=top + 1)[1:]) + 1
+            values = np.bincount(slots, minlength=top + 1)[1:].nonzero()[0] + 1
         else:
             values = np.unique(slots)
             values = values[values > 0]

@@ -44,10 +44,17 @@ class Reservations:
         cached = self._usage_cache.get(id(placement))
         if cached is not None and cached[0] is placement:
             return cached[1], cached[2], cached[3]
-        positions: list[int] = []
-        blocks: list[IntArray] = []
         last = self._last_placed
         placed = last[1] if last is not None and last[0] is placement else None
+        if placed is not None and len(placed) == 1:
+            # the placer's own answer for one pod set (the usual gang): its positions as they are
+            nodes = placed[0].copy()
+            count = len(nodes)
+            in_order = count < 2 or bool(np.logical_and.reduce(nodes[1:] > nodes[:-1]))
+            usage = self._amounts_vector(placement.pod_sets[0].request)[:, None].repeat(count, axis=1)
+            return nodes, usage, in_order
+        positions: list[int] = []
+        blocks: list[IntArray] = []
         for k, ps in enumerate(placement.pod_sets):
             vector = self._amounts_vector(ps.request)
             found: list[int | None] = (
@@ -85,26 +92,30 @@ class Reservations:
         nodes, delta, ascending = self._placement_usage(placement, strict=True)
         if not len(nodes):
             return
-        self.state.apply(nodes, delta, ascending=ascending, frees=False)
+        if self.state.apply(nodes, delta, ascending=ascending, frees=False, report_overcommit=True):
+            self._refuse_overcommit(placement, nodes, delta, ascending)
+        # kept while reserved (positions stay valid until the next rebuild): preemption moves
+        # reserved gangs out and back in many times per cycle
+        self._usage_cache[id(placement)] = (placement, nodes, delta, ascending)
+
+    def _refuse_overcommit(self, placement: GangPlacement, nodes: IntArray, delta: IntArray, ascending: bool) -> None:
+        """A node the placement took from went below zero: undo and refuse when the placement
+        itself asked for what is short there (a node already short of something it does not
+        take, such as one whose allocatable shrank, does not make the placement wrong)."""
         if ascending:
             touched, added = nodes, delta  # distinct nodes in topology order: nothing to merge
         else:
             touched, inverse = np.unique(nodes, return_inverse=True)
             added = np.zeros((delta.shape[0], len(touched)), dtype=np.int64)
             np.add.at(added.T, inverse, delta.T)
-        free = self.state.free[:, touched]
-        # nothing negative, nothing over
-        over = (free < 0) & (added > 0) if np.minimum.reduce(free, axis=None) < 0 else None
-        if over is not None and np.count_nonzero(over):
+        over = (self.state.free[:, touched] < 0) & (added > 0)
+        if np.count_nonzero(over):
             self.state.apply(nodes, -delta, ascending=ascending, frees=True)
             bad = self.index.names[int(touched[np.flatnonzero(over.any(axis=0))[0]])]
             raise ValueError(
                 f"placement on flavor {placement.flavor!r} no longer fits: node {bad} would be "
                 "overcommitted; place the gang again"
             )
-        # kept while reserved (positions stay valid until the next rebuild): preemption moves
-        # reserved gangs out and back in many times per cycle
-        self._usage_cache[id(placement)] = (placement, nodes, delta, ascending)
 
     def shift(self, placements: Sequence[GangPlacement], sign: int) -> None:
         """Take reserved ``placements`` out (sign -1) or put them back (sign +1) in one update,

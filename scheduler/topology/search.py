@@ -18,6 +18,7 @@ from scheduler.topology.graph import IntArray
 # Beyond this many picks the iterative tightest-fit costs more than it saves: fall back to
 # Kueue's BestFit (largest first, the tightest last) which still spans exactly m* children.
 _ITERATIVE_PICKS = 48
+_NO_FIT = np.iinfo(np.int64).max  # a candidate whose children cannot hold the need
 
 
 def fewest_tightest(caps: list[int], need: int) -> list[tuple[int, int]]:
@@ -94,9 +95,9 @@ def fewest_children(child_caps: IntArray, lo: IntArray, hi: IntArray, need: int)
     lengths = hi - lo
     total = int(np.add.reduce(lengths))
     if total == 0:
-        return np.full(len(lo), np.iinfo(np.int64).max, dtype=np.int64)
+        return np.full(len(lo), _NO_FIT, dtype=np.int64)
     segment = np.arange(len(lo), dtype=np.int64).repeat(lengths)
-    seg_first = np.cumsum(lengths) - lengths
+    seg_first = lengths.cumsum() - lengths
     positions = np.arange(total, dtype=np.int64) - seg_first.repeat(lengths) + lo.repeat(lengths)
     values = child_caps[positions]
     top = int(np.maximum.reduce(values)) + 1
@@ -105,16 +106,17 @@ def fewest_children(child_caps: IntArray, lo: IntArray, hi: IntArray, need: int)
         # the fewest children holding ``need`` are exactly ``need`` wherever there is room, and
         # the sort below would only confirm it
         sums = np.add.reduceat(values, seg_first)
-        return np.where(sums >= need, need, np.iinfo(np.int64).max).astype(np.int64)
-    keys = np.sort(segment * top + (top - 1 - values))
+        return np.where(sums >= need, need, _NO_FIT).astype(np.int64)
+    keys = segment * top + (top - 1 - values)
+    keys.sort()  # a fresh array: sorted in place
     ordered = (top - 1) - (keys - segment * top)
-    running = np.cumsum(ordered)
+    running = ordered.cumsum()
     before = np.where(seg_first > 0, running[np.maximum(seg_first - 1, 0)], 0)
     within = running - before.repeat(lengths)
     short = (within < need).astype(np.int64)
     counts = np.add.reduceat(short, seg_first) + 1
     sums = np.add.reduceat(values, seg_first)
-    return np.where(sums >= need, counts, np.iinfo(np.int64).max).astype(np.int64)
+    return np.where(sums >= need, counts, _NO_FIT).astype(np.int64)
 
 
 def tightest_domain(caps: IntArray, candidates: IntArray, children: IntArray | None) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from runtimes.k8s.core import Toleration
 from scheduler.topology.graph import IntArray
 from scheduler.topology.leaf_index import SlotBits
 
 EligibilityKey = tuple[tuple[tuple[str | None, ...], ...], tuple[tuple[str, str], ...]]
+PODS = "pods"
 
 
 @dataclass(frozen=True)
@@ -30,3 +33,28 @@ class ShapeCounts:
         self.slots = slots
         self.caps = caps
         self.leaf = leaf
+
+
+def pod_shape(
+    resource_index: Mapping[str, int],
+    requests: Mapping[str, int],
+    tolerations: Sequence[Toleration] = (),
+    node_selector: Mapping[str, str] | None = None,
+) -> PodShape:
+    """The shape of one pod over the resources at ``resource_index`` (resource → position)."""
+    amounts = [0] * len(resource_index)
+    feasible = True
+    for res, amount in requests.items():
+        if amount <= 0:
+            continue
+        if res not in resource_index:
+            feasible = False
+            continue
+        amounts[resource_index[res]] = amount
+    if PODS in resource_index and not requests.get(PODS):
+        amounts[resource_index[PODS]] = 1  # every pod takes one of the node's pod slots
+    key: EligibilityKey = (
+        tuple((t.key, t.operator, t.value, t.effect) for t in tolerations),
+        tuple(sorted((node_selector or {}).items())),
+    )
+    return PodShape(tuple(amounts), key, feasible)
