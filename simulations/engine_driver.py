@@ -24,7 +24,7 @@ from simulations.workloads import JobSpec
 POD_SET_NAME = "trainer"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class Admitted:
     key: str
     cluster_queue: str
@@ -36,8 +36,31 @@ class Admitted:
     level: str | None  # topology level whose one domain holds the gang (None: spans the top)
     placed: bool  # the engine returned a gang placement
 
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        key: str,
+        cluster_queue: str,
+        usage: dict[tuple[str, str], int],
+        borrowed: dict[tuple[str, str], int],
+        flavors: dict[str, str],
+        counts: dict[str, int],
+        nodes: tuple[str, ...],
+        level: str | None,
+        placed: bool,
+    ) -> None:
+        self.key = key
+        self.cluster_queue = cluster_queue
+        self.usage = usage
+        self.borrowed = borrowed
+        self.flavors = flavors
+        self.counts = counts
+        self.nodes = nodes
+        self.level = level
+        self.placed = placed
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True, init=False)
 class Removed:
     """A workload the engine took away (preempted or evicted); it requeues it itself."""
 
@@ -46,12 +69,36 @@ class Removed:
     preemptor: str | None
     requeue_at: float | None
 
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        key: str,
+        reason: str,
+        preemptor: str | None,
+        requeue_at: float | None,
+    ) -> None:
+        self.key = key
+        self.reason = reason
+        self.preemptor = preemptor
+        self.requeue_at = requeue_at
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Decisions:
     admitted: list[Admitted]
     preempted: list[Removed]
     evicted: list[Removed]
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        admitted: list[Admitted],
+        preempted: list[Removed],
+        evicted: list[Removed],
+    ) -> None:
+        self.admitted = admitted
+        self.preempted = preempted
+        self.evicted = evicted
 
 
 def workload_document(job: JobSpec) -> dict[str, Any]:

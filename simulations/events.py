@@ -31,13 +31,28 @@ class EventKind(IntEnum):
     SAMPLE = 7
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, init=False)
 class Event:
     time: float
     kind: EventKind
     subject: str  # workload key, node name, or "" for cluster-wide events
-    generation: int = 0
-    index: int = -1  # position of the job in the workload stream, for arrivals
+    generation: int
+    index: int  # position of the job in the workload stream, for arrivals
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        time: float,
+        kind: EventKind,
+        subject: str,
+        generation: int = 0,
+        index: int = -1,
+    ) -> None:
+        self.time = time
+        self.kind = kind
+        self.subject = subject
+        self.generation = generation
+        self.index = index
 
 
 class EventQueue:

@@ -14,16 +14,37 @@ from typing import Any
 import numpy as np
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JobRecord:
     cluster_queue: str
     gpus: int
     submitted: float
-    admitted: float | None = None
-    running: float | None = None
-    finished: float | None = None
-    preemptions: int = 0
-    evictions: int = 0
+    admitted: float | None
+    running: float | None
+    finished: float | None
+    preemptions: int
+    evictions: int
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        cluster_queue: str,
+        gpus: int,
+        submitted: float,
+        admitted: float | None = None,
+        running: float | None = None,
+        finished: float | None = None,
+        preemptions: int = 0,
+        evictions: int = 0,
+    ) -> None:
+        self.cluster_queue = cluster_queue
+        self.gpus = gpus
+        self.submitted = submitted
+        self.admitted = admitted
+        self.running = running
+        self.finished = finished
+        self.preemptions = preemptions
+        self.evictions = evictions
 
 
 @dataclass

@@ -49,14 +49,31 @@ FOREGROUND = frozenset(
 MAX_SAMPLES = 2000
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Running:
     job: JobSpec
     amount: int  # primary resource held
     generation: int
-    flavor_nodes: np.ndarray | None = None
-    admitted_at: float = 0.0
-    finishes_at: float | None = None  # when its pod stages complete the job; None: they never do
+    flavor_nodes: np.ndarray | None
+    admitted_at: float
+    finishes_at: float | None  # when its pod stages complete the job; None: they never do
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        job: JobSpec,
+        amount: int,
+        generation: int,
+        flavor_nodes: np.ndarray | None = None,
+        admitted_at: float = 0.0,
+        finishes_at: float | None = None,
+    ) -> None:
+        self.job = job
+        self.amount = amount
+        self.generation = generation
+        self.flavor_nodes = flavor_nodes
+        self.admitted_at = admitted_at
+        self.finishes_at = finishes_at
 
 
 class PlayedDecisions(Protocol):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JobSpec:
     """One TrainJob as the simulator sees it: a gang of ``nodes`` identical pods."""
 
@@ -40,12 +40,41 @@ class JobSpec:
     nodes: int  # pods in the gang
     gpus_per_node: int
     duration: float  # seconds from all pods Running to completion
-    priority_class: str | None = None
-    cpu_milli: int = 0  # per pod
-    memory_mib: int = 0  # per pod
-    topology_mode: str | None = None  # "required" | "preferred" | None
-    topology_level: str | None = None
-    gpu_models: tuple[str, ...] = ()  # allowed GPU models (openb gpu_spec); empty = any
+    priority_class: str | None
+    cpu_milli: int  # per pod
+    memory_mib: int  # per pod
+    topology_mode: str | None  # "required" | "preferred" | None
+    topology_level: str | None
+    gpu_models: tuple[str, ...]  # allowed GPU models (openb gpu_spec); empty = any
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        name: str,
+        team: str,
+        submit_time: float,
+        nodes: int,
+        gpus_per_node: int,
+        duration: float,
+        priority_class: str | None = None,
+        cpu_milli: int = 0,
+        memory_mib: int = 0,
+        topology_mode: str | None = None,
+        topology_level: str | None = None,
+        gpu_models: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name
+        self.team = team
+        self.submit_time = submit_time
+        self.nodes = nodes
+        self.gpus_per_node = gpus_per_node
+        self.duration = duration
+        self.priority_class = priority_class
+        self.cpu_milli = cpu_milli
+        self.memory_mib = memory_mib
+        self.topology_mode = topology_mode
+        self.topology_level = topology_level
+        self.gpu_models = gpu_models
 
     @property
     def gpus(self) -> int:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.engine.quota import FlavorResource
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class AdmittedWorkload:
     key: str
     cluster_queue: str
@@ -16,18 +16,50 @@ class AdmittedWorkload:
     usage: dict[FlavorResource, int]
     borrowed: dict[FlavorResource, int]
     counts: dict[str, int]  # pod set -> admitted count (less than requested under partial admission)
-    placement: dict[str, Any] = field(default_factory=dict)  # flavor -> GangPlacement for TAS flavors
+    placement: dict[str, Any]  # flavor -> GangPlacement for TAS flavors
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        key: str,
+        cluster_queue: str,
+        flavors: dict[str, str],
+        usage: dict[FlavorResource, int],
+        borrowed: dict[FlavorResource, int],
+        counts: dict[str, int],
+        placement: dict[str, Any] | None = None,
+    ) -> None:
+        self.key = key
+        self.cluster_queue = cluster_queue
+        self.flavors = flavors
+        self.usage = usage
+        self.borrowed = borrowed
+        self.counts = counts
+        self.placement = {} if placement is None else placement
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class PreemptedWorkload:
     key: str
     preemptor: str
     reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing | InCohortFairSharing
     message: str
 
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        key: str,
+        preemptor: str,
+        reason: str,
+        message: str,
+    ) -> None:
+        self.key = key
+        self.preemptor = preemptor
+        self.reason = reason
+        self.message = message
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True, init=False)
 class EvictedWorkload:
     key: str
     reason: str  # PodsReadyTimeout | NodeFailures | ClusterQueueStopped | ...
@@ -35,6 +67,19 @@ class EvictedWorkload:
     # when it is back in its queue (a stopped queue holds it until started); None: deactivated,
     # it will not come back by itself
     requeue_at: float | None
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        key: str,
+        reason: str,
+        message: str,
+        requeue_at: float | None,
+    ) -> None:
+        self.key = key
+        self.reason = reason
+        self.message = message
+        self.requeue_at = requeue_at
 
 
 @dataclass(slots=True, init=False)

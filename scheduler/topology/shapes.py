@@ -13,13 +13,34 @@ EligibilityKey = tuple[tuple[tuple[str | None, ...], ...], tuple[tuple[str, str]
 PODS = "pods"
 
 
-@dataclass(frozen=True)
 class PodShape:
-    """Per-pod amounts over the state's resources, and who may run where."""
+    """Per-pod amounts over the state's resources, and who may run where; a dictionary key.
 
-    amounts: tuple[int, ...]
-    eligibility: EligibilityKey
-    feasible: bool  # False when it asks for a resource no node of the flavor offers
+    Written out rather than a frozen dataclass: the shape is looked up on every placement, and
+    a dataclass's generated ``__hash__`` (rehashing every field each time) and ``__eq__`` run
+    interpreted. Its fields are never reassigned.
+    """
+
+    def __init__(self, amounts: tuple[int, ...], eligibility: EligibilityKey, feasible: bool) -> None:
+        self.amounts = amounts
+        self.eligibility = eligibility
+        self.feasible = feasible  # False when it asks for a resource no node of the flavor offers
+        self._hash = hash((amounts, eligibility, feasible))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, PodShape)
+            and self._hash == other._hash
+            and self.amounts == other.amounts
+            and self.eligibility == other.eligibility
+            and self.feasible == other.feasible
+        )
+
+    def __repr__(self) -> str:
+        return f"PodShape(amounts={self.amounts!r}, eligibility={self.eligibility!r}, feasible={self.feasible!r})"
 
 
 @dataclass(init=False)

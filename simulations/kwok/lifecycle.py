@@ -14,7 +14,7 @@ from simulations.kwok.stages import Stage
 from simulations.kwok_query import run_query
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class PodOutcome:
     """When a pod became Ready and when it stopped, from ``start`` on (seconds)."""
 
@@ -24,14 +24,40 @@ class PodOutcome:
     deleted: bool
     stages: tuple[str, ...]
 
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        ready_after: float | None,
+        finished_after: float | None,
+        phase: str,
+        deleted: bool,
+        stages: tuple[str, ...],
+    ) -> None:
+        self.ready_after = ready_after
+        self.finished_after = finished_after
+        self.phase = phase
+        self.deleted = deleted
+        self.stages = stages
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True, init=False)
 class GangOutcome:
     """The same for a gang of identical pods: ready when the last is Ready, done when the last ends."""
 
     ready_after: float | None
     finished_after: float | None
     succeeded: bool
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        ready_after: float | None,
+        finished_after: float | None,
+        succeeded: bool,
+    ) -> None:
+        self.ready_after = ready_after
+        self.finished_after = finished_after
+        self.succeeded = succeeded
 
 
 # metadata fields the chain key covers in full, whatever a selector reads of them
