@@ -60,7 +60,7 @@ def uses(workload: WorkloadInfo, contested: list[FlavorResource]) -> bool:
     return any(usage.get(fr, 0) > 0 for fr in contested)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CandidatePool:
     """The candidates of one ClusterQueue at one priority level."""
 
@@ -68,7 +68,22 @@ class CandidatePool:
     level: PriorityLevel
     same_queue: bool
     contested: list[FlavorResource]
-    check: Callable[[WorkloadInfo], bool] | None = None  # a per-workload condition the level does not settle
+    check: Callable[[WorkloadInfo], bool] | None  # a per-workload condition the level does not settle
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        cluster_queue: ClusterQueueInfo,
+        level: PriorityLevel,
+        same_queue: bool,
+        contested: list[FlavorResource],
+        check: Callable[[WorkloadInfo], bool] | None = None,
+    ) -> None:
+        self.cluster_queue = cluster_queue
+        self.level = level
+        self.same_queue = same_queue
+        self.contested = contested
+        self.check = check
 
     def _whole(self) -> bool:
         return self.check is None and self.level.used_by_all(self.contested)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from runtimes.k8s.core import NodeSelectorTerm, PodTemplateSpec, Toleration, pod_requests
@@ -86,7 +86,7 @@ class Admission:
         return merged
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, init=False)
 class WorkloadInfo:
     key: str
     namespace: str
@@ -97,19 +97,68 @@ class WorkloadInfo:
     created: float
     pod_sets: list[PodSetInfo]
     shape: str
-    source: Workload | None = None
-    active: bool = True
-    cluster_queue: str | None = None
-    state: WorkloadState = WorkloadState.PENDING
-    admission: Admission | None = None
-    admitted_at: float = 0.0
-    queue_order_time: float = 0.0
-    reason: str = ""
-    pods_ready: bool = False
-    requeue_count: int = 0
-    requeue_at: float | None = None
-    evictions: list[tuple[float, str, str]] = field(default_factory=list)  # (time, reason, message)
-    sequence: int = 0  # submit order, the last tie-break
+    source: Workload | None
+    active: bool
+    cluster_queue: str | None
+    state: WorkloadState
+    admission: Admission | None
+    admitted_at: float
+    queue_order_time: float
+    reason: str
+    pods_ready: bool
+    requeue_count: int
+    requeue_at: float | None
+    evictions: list[tuple[float, str, str]]  # (time, reason, message)
+    sequence: int  # submit order, the last tie-break
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(
+        self,
+        key: str,
+        namespace: str,
+        name: str,
+        uid: str,
+        local_queue: str,
+        priority: int,
+        created: float,
+        pod_sets: list[PodSetInfo],
+        shape: str,
+        source: Workload | None = None,
+        active: bool = True,
+        cluster_queue: str | None = None,
+        state: WorkloadState = WorkloadState.PENDING,
+        admission: Admission | None = None,
+        admitted_at: float = 0.0,
+        queue_order_time: float = 0.0,
+        reason: str = "",
+        pods_ready: bool = False,
+        requeue_count: int = 0,
+        requeue_at: float | None = None,
+        evictions: list[tuple[float, str, str]] | None = None,
+        sequence: int = 0,
+    ) -> None:
+        self.key = key
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+        self.local_queue = local_queue
+        self.priority = priority
+        self.created = created
+        self.pod_sets = pod_sets
+        self.shape = shape
+        self.source = source
+        self.active = active
+        self.cluster_queue = cluster_queue
+        self.state = state
+        self.admission = admission
+        self.admitted_at = admitted_at
+        self.queue_order_time = queue_order_time
+        self.reason = reason
+        self.pods_ready = pods_ready
+        self.requeue_count = requeue_count
+        self.requeue_at = requeue_at
+        self.evictions = [] if evictions is None else evictions
+        self.sequence = sequence
 
     def order_key(self) -> tuple[int, float, str]:
         """Queue order: higher priority first, then earlier timestamp, then UID."""
