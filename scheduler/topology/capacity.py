@@ -22,8 +22,8 @@ import numpy.typing as npt
 
 from runtimes.k8s.core import Taint, Toleration
 from scheduler.topology.graph import IntArray, NodeInfo, TopologyIndex
-from scheduler.topology.leaf_index import MOVES_PER_CHANGE, SlotBits
-from scheduler.topology.row_block import ActiveRows, consecutive
+from scheduler.topology.leaf_index import SlotBits
+from scheduler.topology.row_block import ActiveRows, carry_moves, consecutive
 from scheduler.topology.shapes import PODS, EligibilityKey, PodShape, ShapeCounts, pod_shape
 
 BoolArray = npt.NDArray[np.bool_]
@@ -299,7 +299,7 @@ class CapacityState:
             old = old.copy()  # a view of the rows written just below
         change = fresh - old
         self._slot_rows[block] = fresh
-        self._move_bits(rows, nodes, old, fresh, change)
+        carry_moves([self._row_bits[row] for row in rows.tolist()], nodes, old, fresh, change)
         per_shape: IntArray | None = None
         first, last = int(nodes[0]), int(nodes[-1])
         row_index = terms.row_span if terms.row_span is not None else rows
@@ -312,22 +312,6 @@ class CapacityState:
                 caps[row_index, domain_of[first]] += per_shape
             else:
                 np.add.at(caps, (terms.rows_column, self.index.node_domain[level][nodes][None, :]), change)
-
-    def _move_bits(self, rows: IntArray, nodes: IntArray, old: IntArray, fresh: IntArray, change: IntArray) -> None:
-        """Carry a block's slot changes (shapes × nodes) into the shapes' bitsets."""
-        bits = [self._row_bits[row] for row in rows.tolist()]
-        if all(row_bits is None or row_bits.stale for row_bits in bits):
-            return  # nobody asked since the last rebuild (t*'s ledger never does): nothing to keep
-        positions = nodes.tolist()
-        moved = np.add.reduce(change != 0, axis=1).tolist()
-        for row_bits, moves, before_row, after_row in zip(bits, moved, old.tolist(), fresh.tolist(), strict=True):
-            assert row_bits is not None  # an active row
-            if moves > MOVES_PER_CHANGE or row_bits.stale:
-                row_bits.mark_stale()  # rebuilt when next asked, if ever
-                continue
-            for node, before, after in zip(positions, before_row, after_row, strict=True):
-                if before != after:
-                    row_bits.move(node, before, after)
 
     def _refresh_one(self, i: int, free: list[int] | None = None) -> None:
         """``_refresh`` of one node in plain Python: most reservations and releases touch one

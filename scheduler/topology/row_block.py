@@ -3,7 +3,8 @@
 ``CapacityState._refresh`` recounts that block with a handful of numpy calls, and at this size
 each call's fixed cost outweighs its arithmetic. So what it needs of the rows is gathered once
 per set of cached shapes (``ActiveRows``), and rows or nodes that are consecutive are indexed as
-slices (views) rather than by index arrays (copies).
+slices (views) rather than by index arrays (copies). ``carry_moves`` carries the block's slot
+changes into the shapes' bitsets (``leaf_index``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.topology.graph import IntArray
+from scheduler.topology.leaf_index import MOVES_PER_CHANGE, SlotBits
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -52,3 +54,29 @@ class ActiveRows:
         self.unmasked = bool(np.logical_and.reduce(feasible[rows])) and bool(
             np.logical_and.reduce(row_masks[rows], axis=None)
         )
+
+
+def carry_moves(bits: list[SlotBits | None], nodes: IntArray, old: IntArray, fresh: IntArray, change: IntArray) -> None:
+    """Carry a block's slot changes (shapes × nodes, one ``bits`` per shape) into the bitsets."""
+    kept = [k for k, row_bits in enumerate(bits) if row_bits is not None and not row_bits.stale]
+    if not kept:
+        return  # nobody asked since the last rebuild (t*'s ledger never does): nothing to keep
+    positions: list[int] = nodes.tolist()
+    # moves per row, counted only when there could be too many to make
+    moved: list[int] | None = None
+    if len(positions) > MOVES_PER_CHANGE:
+        moved = np.add.reduce(change != 0, axis=1).tolist()
+    before_rows: list[list[int]] = old.tolist()
+    after_rows: list[list[int]] = fresh.tolist()
+    for k in kept:
+        row_bits = bits[k]
+        assert row_bits is not None  # kept above
+        if moved is not None and moved[k] > MOVES_PER_CHANGE:
+            row_bits.mark_stale()  # rebuilt when next asked, if ever
+            continue
+        before_row, after_row = before_rows[k], after_rows[k]
+        # by position over typed lists: compiled, the comparisons are on machine integers
+        for j in range(len(positions)):
+            before, after = before_row[j], after_row[j]
+            if before != after:
+                row_bits.move(positions[j], before, after)
