@@ -27,7 +27,16 @@ from pathlib import Path
 # arithmetic; compiled, the Python around each numpy call costs less). graph.py (networkx) and
 # model.py (records every layer builds and compares) stay interpreted.
 COMPILED: dict[str, tuple[str, ...]] = {
-    "simulations": ("arrivals", "engine_driver", "events", "kwok_query", "metrics", "simulator", "workloads"),
+    "simulations": (
+        "arrivals",
+        "engine_driver",
+        "events",
+        "kwok_query",
+        "metrics",
+        "observers",
+        "simulator",
+        "workloads",
+    ),
     "simulations.kwok": ("delays", "lifecycle", "stages"),
     "scheduler.engine": (
         "admitted",

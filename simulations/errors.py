@@ -1,4 +1,5 @@
-"""One error type for bad simulation input: it names the file, the line and the field."""
+"""The simulator's errors: bad input (naming the file, the line and the field), and a failed
+observer process."""
 
 from __future__ import annotations
 
@@ -16,3 +17,9 @@ class SimulationInputError(ValueError):
         self.message = message
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+class ObserverProcessError(RuntimeError):
+    """The observers' second process stopped before it reported (its traceback, when it sent
+    one). Defined here, not in the compiled ``observers`` module: mypyc compiles no subclass of
+    a built-in exception."""

@@ -26,7 +26,7 @@ from typing import Literal
 
 from scheduler.api.kueue import ResourceFlavor
 from simulations.engine_driver import Admitted
-from simulations.errors import SimulationInputError
+from simulations.errors import ObserverProcessError, SimulationInputError
 from simulations.fragmentation import fragmented_gpus
 from simulations.invariants import InvariantChecker, NodeLedger, pod_amounts
 from simulations.scenarios import BuiltScenario
@@ -50,10 +50,6 @@ PIPE_BYTES = 1 << 20
 Message = tuple[object, ...]
 _job_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(JobSpec)))
 _decision_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(Admitted)))
-
-
-class ObserverProcessError(RuntimeError):
-    """The second process stopped before it reported (its traceback, when it sent one)."""
 
 
 @dataclass

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import os
 import threading
 from collections import Counter
 
 import pytest
 
-from simulations import observers
 from simulations.cluster import ClusterSpec
-from simulations.errors import SimulationInputError
+from simulations.errors import ObserverProcessError, SimulationInputError
 from simulations.observers import (
     MODE_ENV,
     PROCESS_FROM_JOBS,
     ObserverProcess,
-    ObserverProcessError,
     Observers,
     choose_mode,
 )
@@ -60,11 +59,12 @@ def test_auto_keeps_small_runs_and_live_ledgers_in_process(monkeypatch: pytest.M
         choose_mode("process", failing)
     large = build(_small_bench(PROCESS_FROM_JOBS))
     monkeypatch.setattr(threading, "active_count", lambda: 1)
-    monkeypatch.setattr(observers, "_usable_cores", lambda: 2)
+    # the affinity is read through the os module, so the compiled module sees the stand-in too
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert choose_mode("auto", large) == "process"
-    monkeypatch.setattr(observers, "_usable_cores", lambda: 1)  # pinned to one core: no gain
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})  # pinned to one core: no gain
     assert choose_mode("auto", large) == "inline"
-    monkeypatch.setattr(observers, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(threading, "active_count", lambda: 3)  # forking beside threads: unsafe
     assert choose_mode("auto", large) == "inline"
     monkeypatch.setattr(threading, "active_count", lambda: 1)
