@@ -218,6 +218,12 @@ class Picked:
         """One node per rank, ranks in topology (node index) order."""
         if not self.ranges:
             return expand(self.pairs)
+        if len(self.ranges) == 1 and not self.pairs:
+            # one domain taken whole (the usual gang): its nodes are already in order
+            start, end = self.ranges[0]
+            held = self.slots[start:end]
+            holding = held > 0
+            return np.arange(start, end, dtype=np.int64)[holding].repeat(held[holding])
         whole = np.concatenate([np.arange(start, end, dtype=np.int64) for start, end in self.ranges])
         whole = whole[self.slots[whole] > 0]
         nodes = np.concatenate([np.array([p[0] for p in self.pairs], dtype=np.int64), whole])
