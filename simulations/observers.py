@@ -181,12 +181,16 @@ class ObserverProcess:
 
     def _flush(self) -> None:
         try:
-            # pickle.dumps, not Connection.send: send's ForkingPickler wraps every batch in
-            # Python-level setup that costs more than pickling the tuples themselves
-            self._inbox_writer.send_bytes(pickle.dumps(self._outbox, pickle.HIGHEST_PROTOCOL))
+            self._send(self._outbox)
         except (BrokenPipeError, ConnectionResetError):
             raise self._failed() from None
         self._outbox = []
+
+    def _send(self, batch: list[Message] | None) -> None:
+        """One batch down the pipe (None: finish). pickle.dumps, not Connection.send: send's
+        ForkingPickler wraps every batch in Python-level setup that costs more than pickling the
+        tuples themselves."""
+        self._inbox_writer.send_bytes(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
 
     def _failed(self) -> ObserverProcessError:
         detail = ""
@@ -207,7 +211,7 @@ class ObserverProcess:
     def finish(self) -> ObserverReport:
         self._flush()
         try:
-            self._inbox_writer.send(None)
+            self._send(None)
             answer = self._reports.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError):
             raise self._failed() from None

@@ -20,8 +20,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
 from simulations.collector import batch_collector
 from simulations.engine_driver import Admitted, EngineDriver, Removed
 from simulations.events import Event, EventKind, EventQueue, RandomStreams
@@ -54,7 +52,6 @@ class _Running:
     job: JobSpec
     amount: int  # primary resource held
     generation: int
-    flavor_nodes: np.ndarray | None
     admitted_at: float
     finishes_at: float | None  # when its pod stages complete the job; None: they never do
 
@@ -64,14 +61,12 @@ class _Running:
         job: JobSpec,
         amount: int,
         generation: int,
-        flavor_nodes: np.ndarray | None = None,
         admitted_at: float = 0.0,
         finishes_at: float | None = None,
     ) -> None:
         self.job = job
         self.amount = amount
         self.generation = generation
-        self.flavor_nodes = flavor_nodes
         self.admitted_at = admitted_at
         self.finishes_at = finishes_at
 

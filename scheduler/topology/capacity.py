@@ -266,13 +266,15 @@ class CapacityState:
             self.free[:, columns] -= delta
         else:
             np.subtract.at(self.free.T, nodes, delta.T)  # .T is a view: columns are nodes
-            unique = columns = np.unique(nodes)
+            unique = np.unique(nodes)
+            columns = consecutive(unique)
         negative = report_overcommit and bool(np.minimum.reduce(self.free[:, columns], axis=None) < 0)
-        self._refresh(unique)
+        self._refresh(unique, columns)
         return negative
 
-    def _refresh(self, nodes: IntArray) -> None:
-        """Recount every cached shape on ``nodes`` (distinct positions) and patch the domain sums."""
+    def _refresh(self, nodes: IntArray, columns: slice | IntArray | None = None) -> None:
+        """Recount every cached shape on ``nodes`` (distinct positions, ascending) and patch the
+        domain sums. ``columns`` is ``consecutive(nodes)``, when the caller has worked it out."""
         rows = self._active
         if not len(rows) or not len(nodes):
             return
@@ -280,7 +282,8 @@ class CapacityState:
             self._refresh_one(int(nodes[0]))
             return
         terms = self._active_terms
-        columns = consecutive(nodes)
+        if columns is None:
+            columns = consecutive(nodes)
         free = np.maximum(self.free[:, columns], 0)  # resources × nodes
         fit = free[None, :, :] // terms.divisors  # shapes × resources × nodes
         if terms.all_requested:
