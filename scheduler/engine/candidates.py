@@ -21,7 +21,9 @@ from scheduler.engine.quota import FlavorResource
 from scheduler.engine.workloads import WorkloadInfo
 
 
-@dataclass(slots=True, init=False)
+# eq=False: candidates compare by identity. A search's ``list.remove`` would otherwise call the
+# generated field-by-field __eq__, which runs interpreted under mypyc.
+@dataclass(slots=True, init=False, eq=False)
 class Candidate:
     workload: WorkloadInfo
     cluster_queue: ClusterQueueInfo

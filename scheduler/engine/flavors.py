@@ -91,7 +91,10 @@ class Assignment:
         return self.borrow > 0
 
     def message(self) -> str:
-        return "; ".join(dict.fromkeys(self.reasons)) or "does not fit"
+        reasons = self.reasons
+        if len(reasons) == 1:  # the usual failure: one resource short
+            return reasons[0]
+        return "; ".join(dict.fromkeys(reasons)) or "does not fit"
 
 
 # PreemptionProbe(cluster_queue, workload, fr, amount) -> (mode, borrowing level after preemption):

@@ -147,6 +147,26 @@ class PlacementBook:
             placements[flavor_name] = outcome
         return placements, None
 
+    def fits(
+        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment
+    ) -> dict[str, tuple[int, int]] | None:
+        """Whether ``place`` would succeed now (``TopologyPlacer.fits``: decided the same way,
+        without naming nodes or failures): None when not, else per TAS flavor the node
+        positions outside of which less room cannot undo the fit. A remembered failure holds."""
+        rooms: dict[str, tuple[int, int]] = {}
+        for flavor_name, (key, request) in self._requests(workload, assignment).items():
+            placer = self._placer(flavor_name)
+            if placer is None:
+                return None
+            failed = self._failures.get((flavor_name, key))
+            if failed is not None and (failed[0] == placer.version or failed[1] == placer.grown):
+                return None
+            room = placer.fits(request)
+            if room is None:
+                return None
+            rooms[flavor_name] = room
+        return rooms
+
     def _place_now(
         self, placer: TopologyPlacer, flavor_name: str, key: tuple[int, ...], request: GangRequest
     ) -> GangPlacement | PlacementFailure:
@@ -182,7 +202,10 @@ class PlacementBook:
         Remembered per assignment shape: each pod set's PodSetInfo (shared by the workloads of
         one template, and kept alive by the entry so its id stays unique), count and flavors.
         """
-        key = tuple((id(c.pod_set), c.count, *c.flavors.values()) for c in assignment.pod_sets)
+        parts: list[tuple[object, ...]] = []
+        for c in assignment.pod_sets:  # a loop, not a generator: compiled, it is the cheaper
+            parts.append((id(c.pod_set), c.count, *c.flavors.values()))
+        key = tuple(parts)
         plan = self._plans.get(key)
         if plan is not None:
             return plan[1]
@@ -277,7 +300,10 @@ class VictimsGone:
     """Would a workload get its gang placement with the victims taken so far gone?
 
     A victim's reserved pods leave their placer when it is taken and come back when it is
-    returned, so the placers always hold the state the next check asks about.
+    returned; the placers are brought up to date only when a check needs them, so a victim
+    taken and returned in between costs nothing. After a fit, a returned victim whose pods are
+    all outside the nodes that fit vouched for (``PlacementBook.fits``) cannot undo it: the
+    search's fill-back gives most victims back without a check.
     """
 
     def __init__(self, book: PlacementBook, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment):
@@ -287,35 +313,77 @@ class VictimsGone:
         self.assignment = assignment
         self._out = 0  # victims taken out and not yet restored
         self._before: dict[str, tuple[int, int]] = {}  # flavor -> its placer's versions before the first
+        # id(victim) -> (victim, +1 or -1): its move not yet made on the placers
+        self._pending: dict[int, tuple[WorkloadInfo, int]] = {}
+        self._rooms: dict[str, tuple[int, int]] | None = None  # the last fit's, while it holds
 
-    def _shift(self, victim: WorkloadInfo, sign: int) -> None:
-        if victim.admission is None:
+    def _note(self, victim: WorkloadInfo, sign: int) -> None:
+        entry = self._pending.pop(id(victim), None)
+        if entry is None:
+            self._pending[id(victim)] = (victim, sign)
+        # else the two moves cancel: the placers already hold what they should
+
+    def _flush(self) -> None:
+        """Make the pending moves on the placers, one update per placer and direction."""
+        if not self._pending:
             return
         book = self.book
-        for flavor_name, placement in victim.admission.placements.items():
-            placer = book._placers.get(flavor_name)
-            if placer is not None and id(placement) in book._reserved:
-                if sign < 0 and flavor_name not in self._before:
-                    # no victim has left this placer yet in this search: its versions before it
-                    self._before[flavor_name] = placer.versions()
-                placer.shift_usage([placement], sign)
+        moves: dict[tuple[str, int], list[GangPlacement]] = {}
+        for victim, sign in self._pending.values():
+            if victim.admission is None:
+                continue
+            for flavor_name, placement in victim.admission.placements.items():
+                if id(placement) in book._reserved and flavor_name in book._placers:
+                    moves.setdefault((flavor_name, sign), []).append(placement)
+        self._pending.clear()
+        for (flavor_name, sign), placements in moves.items():
+            placer = book._placers[flavor_name]
+            if flavor_name not in self._before:
+                # no victim has moved on this placer yet in this search: its versions before it
+                self._before[flavor_name] = placer.versions()
+            placer.shift_usage(placements, sign)
 
     def remove(self, victim: WorkloadInfo) -> None:
-        self._shift(victim, -1)
+        # more room never undoes a fit: the last one's rooms still vouch
+        self._note(victim, -1)
         self._out += 1
 
     def restore(self, victim: WorkloadInfo) -> None:
-        self._shift(victim, 1)
+        self._note(victim, 1)
         self._out -= 1
+        if self._rooms is not None and self._occupies(victim, self._rooms):
+            self._rooms = None
         if not self._out:
             # every victim is back: the placers hold exactly what they held before the search, so
             # they take their versions back and answers remembered then (failures) hold again
+            self._flush()
             for flavor_name, versions in self._before.items():
                 placer = self.book._placers.get(flavor_name)
                 if placer is not None:
                     placer.restore_versions(versions)
             self._before.clear()
+            self._rooms = None
+
+    def _occupies(self, victim: WorkloadInfo, rooms: dict[str, tuple[int, int]]) -> bool:
+        """Whether ``victim``'s pods take room inside what the last fit stood on."""
+        if victim.admission is None:
+            return False
+        book = self.book
+        for flavor_name, placement in victim.admission.placements.items():
+            room = rooms.get(flavor_name)
+            placer = book._placers.get(flavor_name)
+            if (
+                room is not None
+                and placer is not None
+                and id(placement) in book._reserved
+                and placer.holds_any(placement, room[0], room[1])
+            ):
+                return True
+        return False
 
     def fits(self) -> bool:
-        placements, _ = self.book.place(self.cq, self.workload, self.assignment)
-        return placements is not None
+        if self._rooms is not None:
+            return True
+        self._flush()
+        self._rooms = self.book.fits(self.cq, self.workload, self.assignment)
+        return self._rooms is not None

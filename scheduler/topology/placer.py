@@ -60,6 +60,11 @@ class _Found:
         self.nodes = nodes
 
 
+# check-only answers (``TopologyPlacer.fits``): room without nodes, no room without a reason
+_CHECKED: list[_Found] = []
+_NO_ROOM = PlacementFailure("no room (checked only)")
+
+
 class TopologyPlacer:
     """Placement state of one TAS ResourceFlavor: its topology and the free capacity on it."""
 
@@ -83,6 +88,7 @@ class TopologyPlacer:
         self._infos = list(graph.nodes)
         self.state = CapacityState(self.index, self._infos, self.flavor.spec.tolerations, used)
         self._empty: CapacityState | None = None
+        self._room: tuple[int, int] | None = None  # the domain the last check-only search stopped at
         # id(request) -> (request, the state it was read for, its shape); the entry keeps both alive
         self._shapes: dict[int, tuple[PodSetRequest, CapacityState, PodShape]] = {}
         # id(request) -> (request, its levels on this index): as with shapes, the entry keeps it alive
@@ -120,16 +126,46 @@ class TopologyPlacer:
     def place(self, request: GangRequest, *, simulate_empty: bool = False) -> GangPlacement | PlacementFailure:
         """A node for every pod of every pod set, or why not. Reserves nothing."""
         state = self._empty_state() if simulate_empty else self.state
+        found = self._find(state, request, check_only=False)
+        if isinstance(found, PlacementFailure):
+            return found
+        placement = GangPlacement(
+            self.flavor.name, tuple(self.describer.describe(p, found[p.name].nodes) for p in request.pod_sets)
+        )
+        if not simulate_empty:
+            self.reservations.placed(placement, [found[p.name].nodes for p in request.pod_sets])
+        return placement
+
+    def fits(self, request: GangRequest) -> tuple[int, int] | None:
+        """Whether ``place`` would place the gang now, decided as it decides but without naming
+        the nodes: a preemption search asks this after every victim it takes or gives back, and
+        only its final answer is placed. None when it would not; else node positions
+        [start, end) outside of which less room cannot undo the fit: the domain that holds a
+        gang of one pod set (the level search stops at it or below while its room stays), the
+        whole flavor for others."""
+        if isinstance(self._find(self.state, request, check_only=True), PlacementFailure):
+            return None
+        room = self._room
+        return room if room is not None and len(request.pod_sets) == 1 else (0, self.index.size)
+
+    def _find(
+        self, state: CapacityState, request: GangRequest, *, check_only: bool
+    ) -> dict[str, _Found] | PlacementFailure:
+        """Every pod set's nodes, or why not. With ``check_only`` the last unit is only checked
+        for room (``_CHECKED``: its nodes are never read) and a failure carries no reason."""
+        if check_only:
+            self._room = None  # set by the last pod set when one domain is where the search stops
         version, grown = state.version, state.grown
         found: dict[str, _Found] = {}
         applied: list[tuple[IntArray, IntArray]] = []
         units = placement_units(request)
         try:
             for k, unit in enumerate(units):
+                check = check_only and k == len(units) - 1
                 result = (
                     self._place_group(state, unit[0], unit[1])
                     if len(unit) == 2
-                    else self._place_pod_set(state, unit[0])
+                    else self._place_pod_set(state, unit[0], check_only=check)
                 )
                 if isinstance(result, PlacementFailure):
                     return result
@@ -143,12 +179,7 @@ class TopologyPlacer:
             for nodes, delta in reversed(applied):
                 state.apply(nodes, -delta)
             state.version, state.grown = version, grown  # the tentative pods are gone: the same state as before
-        placement = GangPlacement(
-            self.flavor.name, tuple(self.describer.describe(p, found[p.name].nodes) for p in request.pod_sets)
-        )
-        if not simulate_empty:
-            self.reservations.placed(placement, [found[p.name].nodes for p in request.pod_sets])
-        return placement
+        return found
 
     def _empty_state(self) -> CapacityState:
         if self._empty is None:
@@ -177,7 +208,11 @@ class TopologyPlacer:
             self._shapes[id(ps)] = (ps, state, shape)
         return shape, state.counts(shape, ps.tolerations)
 
-    def _place_pod_set(self, state: CapacityState, ps: PodSetRequest) -> list[_Found] | PlacementFailure:
+    def _place_pod_set(
+        self, state: CapacityState, ps: PodSetRequest, *, check_only: bool = False
+    ) -> list[_Found] | PlacementFailure:
+        """The pod set's nodes, or why not; with ``check_only``, ``_CHECKED`` once a domain is
+        known to hold it (what follows cannot fail) and ``_NO_ROOM`` when none does."""
         levels = self._resolve(ps)
         if isinstance(levels, PlacementFailure):
             return levels
@@ -214,7 +249,15 @@ class TopologyPlacer:
             if len(caps) and int(np.maximum.reduce(caps)) >= need:
                 break
         else:
-            return self.distributor.no_room(self.flavor.name, ps, levels, counts)
+            return _NO_ROOM if check_only else self.distributor.no_room(self.flavor.name, ps, levels, counts)
+        if check_only:
+            if level == last and levels.unit(level) == 1:
+                node = counts.leaf.tightest(need)
+                self._room = (node, node + 1)
+            else:
+                domain = int(np.argmax(caps))
+                self._room = (int(self.index.starts[level][domain]), int(self.index.ends[level][domain]))
+            return _CHECKED
         domain = distributor.choose_domain(counts, level, caps, need, levels)
         if level == last:
             return [_Found(ps, np.array([domain] * ps.count, dtype=np.int64))]  # one node holds them all
@@ -285,6 +328,10 @@ class TopologyPlacer:
     def release(self, placement: GangPlacement) -> None:
         """Give the placement's pods back (the workload finished or was evicted)."""
         self.reservations.release(placement)
+
+    def holds_any(self, placement: GangPlacement, start: int, end: int) -> bool:
+        """Whether the reserved ``placement`` has a pod on a node at positions [start, end)."""
+        return self.reservations.holds_any(placement, start, end)
 
     # ---------------------------------------------------------------------------- nodes
 

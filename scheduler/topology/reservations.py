@@ -131,6 +131,15 @@ class Reservations:
             delta = np.concatenate([part[1] for part in parts], axis=1)
             self.state.apply(nodes, sign * delta, frees=sign < 0)
 
+    def holds_any(self, placement: GangPlacement, start: int, end: int) -> bool:
+        """Whether ``placement`` has a pod on a node at positions [start, end)."""
+        nodes, _, ascending = self._placement_usage(placement, strict=False)
+        if not len(nodes):
+            return False
+        if ascending and (int(nodes[-1]) < start or int(nodes[0]) >= end):
+            return False  # in topology order: wholly before or after the range
+        return bool(np.logical_or.reduce((nodes >= start) & (nodes < end)))
+
     def release(self, placement: GangPlacement) -> None:
         """Give the placement's pods back (the workload finished or was evicted)."""
         nodes, delta, ascending = self._placement_usage(placement, strict=False)

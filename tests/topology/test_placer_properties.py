@@ -116,3 +116,44 @@ def test_no_node_overcommitted_and_all_or_nothing(
     for placement in held:
         placer.release(placement)
     assert not placer.state.used[row].any()
+
+
+small_gangs = st.lists(
+    st.tuples(st.integers(1, 3), st.sampled_from([1, 2]), st.sampled_from([None, BLOCK])),
+    min_size=1,
+    max_size=2,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    shape=clusters,
+    busy=st.lists(st.sampled_from([0, 0, 0, 1, 2]), min_size=8, max_size=8),
+    gang=small_gangs,
+    filled=st.lists(st.integers(0, 7), min_size=1, max_size=6),
+)
+def test_fits_answers_as_place_does_and_its_room_vouches_for_the_fit(
+    shape: list[list[int]], busy: list[int], gang: list[tuple[int, int, str | None]], filled: list[int]
+) -> None:
+    """``fits`` (a preemption search's check) says what ``place`` says; while it fits, taking
+    room on nodes outside the room it names leaves the gang fitting."""
+    placer = _loaded(shape, busy)
+    request = GangRequest.of(
+        *(PodSetRequest(f"ps{i}", n, {GPU: g}, required_level=lv) for i, (n, g, lv) in enumerate(gang))
+    )
+    room = placer.fits(request)
+    assert (room is None) == isinstance(placer.place(request), PlacementFailure)
+    if room is None:
+        event("does not fit")
+        return
+    start, end = room
+    assert 0 <= start < end <= placer.index.size
+    for position in filled:  # fill whole nodes outside the room
+        if position < placer.index.size and not start <= position < end:
+            left = int(placer.state.free[placer.state.resource_index[GPU], position])
+            if left > 0:
+                bg = PodSetRequest("bg", left, {GPU: 1})
+                placer.reserve(GangPlacement("gpu", (placer.describe_nodes(bg, np.full(left, position)),)))
+                event("room taken outside")
+    assert placer.fits(request) is not None
+    assert isinstance(placer.place(request), GangPlacement)
