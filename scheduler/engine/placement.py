@@ -158,8 +158,7 @@ class PlacementBook:
             placer = self._placer(flavor_name)
             if placer is None:
                 return None
-            failed = self._failures.get((flavor_name, key))
-            if failed is not None and (failed[0] == placer.version or failed[1] == placer.grown):
+            if self._remembered_failure(placer, flavor_name, key) is not None:
                 return None
             room = placer.fits(request)
             if room is None:
@@ -167,14 +166,23 @@ class PlacementBook:
             rooms[flavor_name] = room
         return rooms
 
+    def _remembered_failure(
+        self, placer: TopologyPlacer, flavor_name: str, key: tuple[int, ...]
+    ) -> PlacementFailure | None:
+        """The failure remembered for this gang while it still holds (see ``_failures``)."""
+        failed = self._failures.get((flavor_name, key))
+        if failed is not None and (failed[0] == placer.version or failed[1] == placer.grown):
+            return failed[2]
+        return None
+
     def _place_now(
         self, placer: TopologyPlacer, flavor_name: str, key: tuple[int, ...], request: GangRequest
     ) -> GangPlacement | PlacementFailure:
         """``placer.place``, except that a failure is remembered until the placer's capacity changes."""
 
-        failed = self._failures.get((flavor_name, key))
-        if failed is not None and (failed[0] == placer.version or failed[1] == placer.grown):
-            return failed[2]
+        failed = self._remembered_failure(placer, flavor_name, key)
+        if failed is not None:
+            return failed
         version, grown = placer.versions()
         outcome = placer.place(request)
         if isinstance(outcome, _placement_failure()):

@@ -43,7 +43,8 @@ IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 class ExtraFit(Protocol):
     """A further condition the preemptor must meet once victims are gone: its gang placement on
     a topology (None where quota alone decides). Victims leave and come back one at a time, as
-    the search takes and returns them, so each check costs one placement, not one per victim."""
+    the search takes and returns them, so each check costs at most one placement, not one per
+    victim (``VictimsGone`` answers many without one)."""
 
     def remove(self, workload: WorkloadInfo) -> None: ...
 
