@@ -152,6 +152,38 @@ def workload_document(job: JobSpec) -> dict[str, Any]:
     }
 
 
+def renamed(template: Workload, name: str, namespace: str) -> Workload:
+    """``template`` under another name and namespace, without validation: what
+    ``model_copy(update=...)`` of it and of its metadata makes (shallow copies that share every
+    other nested object; the engine reads workloads and never mutates them), built directly.
+    pydantic's copy runs its own Python code on every call, about 7 µs a job; this is a third."""
+    source_metadata = template.metadata
+    metadata = source_metadata.__class__.__new__(source_metadata.__class__)
+    metadata_fields = dict(source_metadata.__dict__)
+    metadata_fields["name"] = name
+    metadata_fields["namespace"] = namespace
+    object.__setattr__(metadata, "__dict__", metadata_fields)
+    object.__setattr__(metadata, "__pydantic_fields_set__", source_metadata.__pydantic_fields_set__ | _RENAMED)
+    object.__setattr__(metadata, "__pydantic_extra__", _copied(source_metadata.__pydantic_extra__))
+    object.__setattr__(metadata, "__pydantic_private__", _copied(source_metadata.__pydantic_private__))
+    workload = template.__class__.__new__(template.__class__)
+    fields = dict(template.__dict__)
+    fields["metadata"] = metadata
+    object.__setattr__(workload, "__dict__", fields)
+    object.__setattr__(workload, "__pydantic_fields_set__", template.__pydantic_fields_set__ | _METADATA)
+    object.__setattr__(workload, "__pydantic_extra__", _copied(template.__pydantic_extra__))
+    object.__setattr__(workload, "__pydantic_private__", _copied(template.__pydantic_private__))
+    return workload
+
+
+_RENAMED = frozenset({"name", "namespace"})
+_METADATA = frozenset({"metadata"})
+
+
+def _copied(table: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if table is None else dict(table)
+
+
 def workload_shape(job: JobSpec) -> tuple[Any, ...]:
     """What makes two jobs of one team the same Workload to the engine (its template cache's key)."""
     return (
@@ -185,10 +217,7 @@ class EngineDriver:
         if template is None:
             template = Workload.model_validate(workload_document(job))
             self._templates[shape] = template
-        # model_copy(update=...) skips validation; ObjectMeta(...)/model_construct would pay for
-        # default factories (~0.8 ms each). The engine reads workloads and never mutates them.
-        metadata = template.metadata.model_copy(update={"name": job.name, "namespace": job.team})
-        return template.model_copy(update={"metadata": metadata})
+        return renamed(template, job.name, job.team)
 
     def submit(self, job: JobSpec, now: float) -> str:
         return self.engine.submit(self.workload(job), now)

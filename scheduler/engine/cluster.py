@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from runtimes.k8s.core import Node
 from scheduler.api.kueue import (
     ClusterQueue,
+    ClusterQueuePreemption,
     Cohort,
     LocalQueue,
     ResourceFlavor,
@@ -37,6 +38,25 @@ class ResourceGroupInfo:
     flavors: tuple[str, ...]
 
 
+@dataclass(slots=True, init=False)
+class QueuePolicies:
+    """What flavor assignment and the preemption oracle read of a ClusterQueue's spec for every
+    head they weigh, read once when the ClusterQueue is compiled."""
+
+    try_next_when_borrowing: bool
+    try_next_when_preempting: bool
+    preemption_over_borrowing: bool  # flavorFungibility.preference
+    preemption: ClusterQueuePreemption
+
+    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    def __init__(self, spec: ClusterQueue) -> None:
+        fungibility = spec.spec.flavor_fungibility
+        self.try_next_when_borrowing = fungibility.try_next_when_borrowing
+        self.try_next_when_preempting = fungibility.try_next_when_preempting
+        self.preemption_over_borrowing = fungibility.preference == "PreemptionOverBorrowing"
+        self.preemption = spec.spec.preemption
+
+
 @dataclass(eq=False, slots=True)
 class ClusterQueueInfo:
     """One ClusterQueue, compiled."""
@@ -53,6 +73,10 @@ class ClusterQueueInfo:
     pod_set_plans: dict[tuple[int, int], PodSetPlan] = field(default_factory=dict)
     # namespace -> does namespaceSelector match it; a namespace change rebuilds this object
     namespace_matches: dict[str, bool] = field(default_factory=dict)
+    policies: QueuePolicies = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.policies = QueuePolicies(self.spec)
 
     @property
     def active(self) -> bool:
@@ -101,6 +125,8 @@ class ClusterModel:
         # stopPolicy HoldAndDrain: their admitted workloads are evicted at the next cycle
         self.draining_cluster_queues: list[str] = []
         self.draining_local_queues: set[str] = set()  # "namespace/name"
+        # LocalQueues with any stopPolicy but None: every head would otherwise look its own up
+        self.stopped_local_queues: set[str] = set()  # "namespace/name"
         self.admission_checks = AdmissionCheckRegistry()  # AdmissionChecks and their parameters
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
@@ -161,6 +187,7 @@ class ClusterModel:
         self.cluster_queues = infos
         self.draining_cluster_queues = [n for n, i in infos.items() if i.spec.spec.stop_policy == "HoldAndDrain"]
         self.draining_local_queues = {k for k, q in self.local_queues.items() if q.spec.stop_policy == "HoldAndDrain"}
+        self.stopped_local_queues = {k for k, q in self.local_queues.items() if q.spec.stop_policy != "None"}
 
     def roots(self, infos: dict[str, ClusterQueueInfo] | None = None) -> list[QuotaNode]:
         seen: dict[int, QuotaNode] = {}

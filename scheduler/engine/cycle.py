@@ -130,7 +130,11 @@ class AdmissionCycle:
             matches = cq.namespace_matches[workload.namespace] = selector is not None and selector.matches(labels)
         if not matches:
             return f"Workload namespace {workload.namespace} doesn't match ClusterQueue {cq.name} namespaceSelector"
-        lq = engine.model.local_queues.get(f"{workload.namespace}/{workload.local_queue}")
+        stopped = engine.model.stopped_local_queues
+        if not stopped:
+            return None
+        key = f"{workload.namespace}/{workload.local_queue}"
+        lq = engine.model.local_queues.get(key) if key in stopped else None
         if lq is not None and lq.spec.stop_policy != "None":
             return f"LocalQueue {workload.local_queue} is stopped (stopPolicy {lq.spec.stop_policy})"
         return None
@@ -143,7 +147,7 @@ class AdmissionCycle:
     def _probe(self, cq: ClusterQueueInfo, workload: WorkloadInfo, fr: FlavorResource, amount: int) -> tuple[Mode, int]:
         """Kueue's preemption oracle: could evicting someone make ``amount`` of ``fr`` available,
         and at which borrowing level would it fit once they are gone?"""
-        policy = cq.spec.spec.preemption
+        policy = cq.policies.preemption
         if policy.within_cluster_queue == "Never" and policy.reclaim_within_cohort == "Never":
             return Mode.NO_CANDIDATES, cq.node.borrow_height(fr, amount)
         victims = find_victims(

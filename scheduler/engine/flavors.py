@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from runtimes.k8s.quantity import format_amount
 from scheduler.api.kueue import ResourceFlavor
-from scheduler.engine.cluster import ClusterQueueInfo
+from scheduler.engine.cluster import ClusterQueueInfo, QueuePolicies
 from scheduler.engine.flavor_match import PodSetPlan
 from scheduler.engine.quota import FlavorResource
 from scheduler.engine.workloads import PodSetInfo, WorkloadInfo
@@ -122,7 +122,7 @@ def _preferred(mode: Mode, borrow: int, other_mode: Mode, other_borrow: int, pre
 
 
 def _can_preempt_while_borrowing(cq: ClusterQueueInfo, fair_sharing: bool) -> bool:
-    preemption = cq.spec.spec.preemption
+    preemption = cq.policies.preemption
     borrow_within = preemption.borrow_within_cohort
     return (borrow_within is not None and borrow_within.policy != "Never") or (
         fair_sharing and preemption.reclaim_within_cohort != "Never"
@@ -217,21 +217,6 @@ def _plan(cq: ClusterQueueInfo, pod_set: PodSetInfo, count: int) -> PodSetPlan:
 
 
 @dataclass(slots=True, init=False)
-class _Fungibility:
-    """A ClusterQueue's flavorFungibility, read once per assignment."""
-
-    try_next_borrow: bool
-    try_next_preempt: bool
-    preemption_over_borrowing: bool
-
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
-    def __init__(self, try_next_borrow: bool, try_next_preempt: bool, preemption_over_borrowing: bool) -> None:
-        self.try_next_borrow = try_next_borrow
-        self.try_next_preempt = try_next_preempt
-        self.preemption_over_borrowing = preemption_over_borrowing
-
-
-@dataclass(slots=True, init=False)
 class _Ask:
     """What one assignment asks of the quota tree, shared by every flavor it tries."""
 
@@ -277,12 +262,7 @@ def assign_flavors(
 
     ``empty`` judges against an empty cluster (what could ever fit), for validation.
     """
-    fungibility = cq.spec.spec.flavor_fungibility
-    rules = _Fungibility(
-        fungibility.try_next_when_borrowing,
-        fungibility.try_next_when_preempting,
-        fungibility.preference == "PreemptionOverBorrowing",
-    )
+    rules = cq.policies
     ask = _Ask(cq, workload, probe, {}, [], empty, fair_sharing)
     usage, reasons = ask.usage, ask.reasons
     choices: list[PodSetChoice] = []
@@ -324,7 +304,7 @@ def _best_flavor(
     candidates: tuple[str, ...],
     resources: list[str],
     flavors: dict[str, ResourceFlavor],
-    rules: _Fungibility,
+    rules: QueuePolicies,
 ) -> tuple[str, Mode, int, int] | None:
     """The flavor for one resource group: (flavor, representative mode, its borrowing level,
     highest level of any resource), tried in the ClusterQueue's order; None if none suits."""
@@ -340,7 +320,7 @@ def _best_flavor(
             continue
         mode, borrow, most_borrow = _flavor_mode(ask, plan, flavor_name, resources, rules)
         candidate = (flavor_name, mode, borrow, most_borrow)
-        if not _should_try_next_flavor(mode, borrow, rules.try_next_borrow, rules.try_next_preempt):
+        if not _should_try_next_flavor(mode, borrow, rules.try_next_when_borrowing, rules.try_next_when_preempting):
             return candidate
         # A flavor that does not fit at all is kept only as the reason's carrier.
         if best is None or _preferred(mode, borrow, best[1], best[2], rules.preemption_over_borrowing):
@@ -349,7 +329,7 @@ def _best_flavor(
 
 
 def _flavor_mode(
-    ask: _Ask, plan: PodSetPlan, flavor_name: str, resources: list[str], rules: _Fungibility
+    ask: _Ask, plan: PodSetPlan, flavor_name: str, resources: list[str], rules: QueuePolicies
 ) -> tuple[Mode, int, int]:
     """(mode, borrowing level, highest level of any resource) of one flavor for a group.
     The representative mode is the flavor's worst resource by the configured preference

@@ -204,7 +204,7 @@ def find_victims(
         return []
     if not contested:
         contested = list(usage)
-    policy = cq.spec.spec.preemption
+    policy = cq.policies.preemption
     if fair_sharing:
         return _fair_sharing_victims(cq, preemptor, usage, contested, cluster_queues, policy, extra_fit)
     return _classical_victims(cq, preemptor, usage, contested, cluster_queues, policy, extra_fit)

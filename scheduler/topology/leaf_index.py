@@ -3,10 +3,12 @@
 The two questions a one-node pod set asks of 10,000 nodes, "what is the most any node holds"
 and "which node, first in topology order, holds the fewest pods that still fit", would each scan
 every node's slots. Slot counts take few distinct values (0–8 for GPU shapes), so each shape keeps,
-for every positive count, a Python int whose bit ``i`` is set when node ``i`` holds exactly that
-many: both answers then read a handful of dictionary keys and one lowest set bit, and a node whose
-count changes moves one bit. Python's integers are arbitrary-precision bit arrays whose ``&``,
-``^`` and negation run in C over machine words, so a 10,000-node bitset costs about a microsecond.
+for every positive count, a bitset whose bit ``i`` is set when node ``i`` holds exactly that many:
+both answers then read a handful of dictionary keys and one lowest set bit, and a node whose count
+changes moves one bit. A bitset is a list of 512-bit Python ints (chunks) plus one small int that
+marks the chunks with any bit set: a move rewrites one chunk (a 64-byte integer, from Python's
+small-object allocator) instead of a 10,000-bit one (1.25 kB allocated and copied per ``^`` or
+``|``), and the lowest set bit is the lowest marked chunk's lowest bit.
 A change of many nodes at once (a large gang) marks the bitsets stale instead, and the next
 question rebuilds them from the slots in a few numpy calls.
 """
@@ -18,10 +20,31 @@ import numpy as np
 from scheduler.topology.graph import IntArray
 
 # Beyond this many nodes changing at once, rebuilding on the next question is cheaper than moving
-# each node's bit (a move costs about a microsecond, a rebuild a few tens).
+# each node's bit (a move costs a fraction of a microsecond, a rebuild a few tens).
 MOVES_PER_CHANGE = 48
 # Slot counts up to this are found by counting, above it by sorting.
 _COUNTED_VALUES = 256
+# A bitset's chunks: 512 bits (64 bytes) each, small enough for the small-object allocator.
+_CHUNK_SHIFT = 9
+_CHUNK_MASK = (1 << _CHUNK_SHIFT) - 1
+_CHUNK_BYTES = (1 << _CHUNK_SHIFT) // 8
+
+
+class _NodeSet:
+    """One bitset over the nodes: its chunks, and the mask of chunks that hold a set bit."""
+
+    __slots__ = ("chunks", "occupied")
+
+    def __init__(self, chunks: list[int], occupied: int) -> None:
+        self.chunks = chunks
+        self.occupied = occupied
+
+    def first(self) -> int:
+        """The lowest node in the set (the set is never empty: empty sets are dropped)."""
+        occupied = self.occupied
+        chunk = (occupied & -occupied).bit_length() - 1
+        bits = self.chunks[chunk]
+        return (chunk << _CHUNK_SHIFT) + (bits & -bits).bit_length() - 1
 
 
 class SlotBits:
@@ -31,11 +54,12 @@ class SlotBits:
     reports node by node (``move``) or wholesale (``mark_stale``).
     """
 
-    __slots__ = ("_by_count", "_slots", "_stale")
+    __slots__ = ("_by_count", "_chunk_count", "_slots", "_stale")
 
     def __init__(self, slots: IntArray) -> None:
         self._slots = slots
-        self._by_count: dict[int, int] = {}
+        self._chunk_count = (len(slots) + _CHUNK_MASK) >> _CHUNK_SHIFT
+        self._by_count: dict[int, _NodeSet] = {}
         self._stale = True
 
     def _rebuild(self) -> None:
@@ -48,9 +72,18 @@ class SlotBits:
         else:
             values = np.unique(slots)
             values = values[values > 0]
+        chunk_count = self._chunk_count
+        padded = np.zeros(chunk_count * _CHUNK_BYTES, dtype=np.uint8)
         for value in values.tolist():
             packed = np.packbits(slots == value, bitorder="little")
-            self._by_count[int(value)] = int.from_bytes(packed.tobytes(), "little")
+            padded[: len(packed)] = packed
+            raw = padded.tobytes()
+            chunks = [0] * chunk_count
+            occupied = 0
+            for chunk in np.flatnonzero(padded.reshape(chunk_count, _CHUNK_BYTES).any(axis=1)).tolist():
+                chunks[chunk] = int.from_bytes(raw[chunk * _CHUNK_BYTES : (chunk + 1) * _CHUNK_BYTES], "little")
+                occupied |= 1 << chunk
+            self._by_count[int(value)] = _NodeSet(chunks, occupied)
         self._stale = False
 
     @property
@@ -66,16 +99,25 @@ class SlotBits:
         """Node ``node`` held ``old`` pods of the shape and now holds ``new`` (``old != new``)."""
         if self._stale:
             return  # the rebuild will read the slots as they are then
-        bit = 1 << node
+        chunk = node >> _CHUNK_SHIFT
+        bit = 1 << (node & _CHUNK_MASK)
         by_count = self._by_count
         if old > 0:
-            left = by_count[old] ^ bit
-            if left:
-                by_count[old] = left
-            else:
-                del by_count[old]
+            held = by_count[old]
+            left = held.chunks[chunk] ^ bit
+            held.chunks[chunk] = left
+            if not left:
+                held.occupied ^= 1 << chunk
+                if not held.occupied:
+                    del by_count[old]
         if new > 0:
-            by_count[new] = by_count.get(new, 0) | bit
+            held_new = by_count.get(new)
+            if held_new is None:
+                held_new = by_count[new] = _NodeSet([0] * self._chunk_count, 0)
+            bits = held_new.chunks[chunk]
+            if not bits:
+                held_new.occupied |= 1 << chunk
+            held_new.chunks[chunk] = bits | bit
 
     def most(self) -> int:
         """The most pods any node holds (0 when none holds one)."""
@@ -91,5 +133,4 @@ class SlotBits:
         fitting = [count for count in self._by_count if count >= need]
         if not fitting:
             return -1
-        bits = self._by_count[min(fitting)]
-        return (bits & -bits).bit_length() - 1
+        return self._by_count[min(fitting)].first()

@@ -83,3 +83,29 @@ def test_slot_bits_follow_moves_and_rebuilds(start: list[int], changes: list[tup
         else:
             bits.move(node, old, value)
         assert_bits_are_a_scan(bits, slots)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(1, 2100),
+    st.lists(st.tuples(st.integers(0, 2099), st.integers(0, 9), st.booleans()), max_size=60),
+)
+def test_slot_bits_across_chunks(size: int, changes: list[tuple[int, int, bool]]) -> None:
+    """Bitsets span several 512-node chunks: moves that empty a chunk, fill one, or cross the
+    chunk boundaries still answer as a scan does (the nodes start mostly empty, so the lowest
+    set bit often sits in a late chunk)."""
+    slots = np.zeros(size, dtype=np.int64)
+    slots[size - 1] = 3
+    bits = SlotBits(slots)
+    assert_bits_are_a_scan(bits, slots)
+    for node, value, wholesale in changes:
+        node %= size
+        old = int(slots[node])
+        if old == value:
+            continue
+        slots[node] = value
+        if wholesale:
+            bits.mark_stale()
+        else:
+            bits.move(node, old, value)
+        assert_bits_are_a_scan(bits, slots)
