@@ -20,8 +20,9 @@ import numpy as np
 from scheduler.topology.graph import IntArray
 
 # Beyond this many nodes changing at once, rebuilding on the next question is cheaper than moving
-# each node's bit (a move costs a fraction of a microsecond, a rebuild a few tens).
-MOVES_PER_CHANGE = 48
+# each node's bit (a move costs a fraction of a microsecond, a rebuild of 10,000 nodes about a
+# hundred: one per count that occurs, each rebuilding its chunks).
+MOVES_PER_CHANGE = 256
 # Slot counts up to this are found by counting, above it by sorting.
 _COUNTED_VALUES = 256
 # A bitset's chunks: 512 bits (64 bytes) each, small enough for the small-object allocator.
@@ -73,17 +74,29 @@ class SlotBits:
             values = np.unique(slots)
             values = values[values > 0]
         chunk_count = self._chunk_count
-        padded = np.zeros(chunk_count * _CHUNK_BYTES, dtype=np.uint8)
-        for value in values.tolist():
-            packed = np.packbits(slots == value, bitorder="little")
-            padded[: len(packed)] = packed
-            raw = padded.tobytes()
+        counts: list[int] = values.tolist()
+        if not counts:
+            self._stale = False
+            return
+        # one bit row per count, padded to whole chunks, packed and split in a handful of calls
+        rows = np.zeros((len(counts), chunk_count << _CHUNK_SHIFT), dtype=np.bool_)
+        np.equal(slots[None, :], values[:, None], out=rows[:, : len(slots)])
+        packed = np.packbits(rows, axis=1, bitorder="little")
+        holding = np.logical_or.reduce(packed.reshape(len(counts), chunk_count, _CHUNK_BYTES) != 0, axis=2)
+        occupied_chunks: list[list[int]] = [[] for _ in counts]
+        for k, chunk in zip(*(axis.tolist() for axis in np.nonzero(holding)), strict=True):
+            occupied_chunks[k].append(chunk)
+        raw = packed.tobytes()
+        row_bytes = chunk_count * _CHUNK_BYTES
+        for k, value in enumerate(counts):
             chunks = [0] * chunk_count
             occupied = 0
-            for chunk in np.flatnonzero(padded.reshape(chunk_count, _CHUNK_BYTES).any(axis=1)).tolist():
-                chunks[chunk] = int.from_bytes(raw[chunk * _CHUNK_BYTES : (chunk + 1) * _CHUNK_BYTES], "little")
+            base = k * row_bytes
+            for chunk in occupied_chunks[k]:
+                start = base + chunk * _CHUNK_BYTES
+                chunks[chunk] = int.from_bytes(raw[start : start + _CHUNK_BYTES], "little")
                 occupied |= 1 << chunk
-            self._by_count[int(value)] = _NodeSet(chunks, occupied)
+            self._by_count[value] = _NodeSet(chunks, occupied)
         self._stale = False
 
     @property
