@@ -168,8 +168,8 @@ def _fits_resource_quota(
             + (" with borrowing" if node.parent is not None else "")
         )
         return Mode.NO_FIT, 0
-    borrow, may_reclaim = node.lowest_fitting_subtree(fr, value)
-    available = ceiling if empty else node.available(fr)
+    borrow, may_reclaim, available_now = node.fitting(fr, value)
+    available = ceiling if empty else available_now
     if value <= available:
         return Mode.FIT, borrow
     shortfall = (

@@ -146,17 +146,47 @@ class QuotaNode:
         when none does. The flag is True when that subtree is below the root: capacity lent out
         of it could be reclaimed without reaching further up.
         """
-        if self.parent is None:
+        parent = self.parent
+        if parent is None:
             return 0, False
         if not self.borrowing_with(fr, amount):
             return 0, True
-        remaining = amount - max(0, self.guaranteed.get(fr, 0) - self.usage.get(fr, 0))
-        node = self.parent
+        return parent._lowest_fitting_above(fr, amount - max(0, self.guaranteed.get(fr, 0) - self.usage.get(fr, 0)))
+
+    def _lowest_fitting_above(self, fr: FlavorResource, remaining: int) -> tuple[int, bool]:
+        """``lowest_fitting_subtree``'s walk from this node (a child's parent) up, for what the
+        child's own quota leaves over."""
+        node = self
         while True:
             if not node.borrowing_with(fr, remaining) or node.parent is None:
                 return node.tree_height, node.parent is not None
             remaining -= max(0, node.guaranteed.get(fr, 0) - node.usage.get(fr, 0))
             node = node.parent
+
+    def fitting(self, fr: FlavorResource, amount: int) -> tuple[int, bool, int]:
+        """``(*lowest_fitting_subtree(fr, amount), available(fr))`` in one pass: flavor assignment
+        asks both of every resource of every head, and they read the same entries."""
+        parent = self.parent
+        usage = self.usage.get(fr, 0)
+        subtree = self.subtree.get(fr, 0)
+        if parent is None:
+            return 0, False, subtree - usage
+        guaranteed = self.guaranteed.get(fr, 0)
+        local_available = max(0, guaranteed - usage)
+        if parent.parent is None:  # the parent is the root, as in most trees
+            parent_available = parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
+        else:
+            parent_available = parent.available(fr)
+        limit = self.borrowing_limit.get(fr)
+        if limit is not None:
+            parent_available = min(parent_available, subtree - guaranteed - max(0, usage - guaranteed) + limit)
+        available = local_available + parent_available
+        if usage + amount <= subtree:  # not borrowing_with: fits within this node's own subtree
+            return 0, True, available
+        if parent.parent is None:  # the root ends the walk whatever is left
+            return parent.tree_height, False, available
+        height, may_reclaim = parent._lowest_fitting_above(fr, amount - local_available)
+        return height, may_reclaim, available
 
 
 def recompute_subtree_quotas(root: QuotaNode) -> None:

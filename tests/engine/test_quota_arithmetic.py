@@ -22,6 +22,8 @@ Hand computation, following Kueue's definitions:
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.engine.quota import QuotaNode, recompute_cohort_usage, recompute_subtree_quotas
 
@@ -142,3 +144,17 @@ def test_a_cluster_queue_without_cohort_never_borrows() -> None:
     lone = QuotaNode("lone", False, nominal={FR: 4})
     recompute_subtree_quotas(lone)
     assert lone.lowest_fitting_subtree(FR, 10) == (0, False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["cq-a", "cq-b", "cq-c"]), st.integers(0, 9)), max_size=8), st.integers(0, 30)
+)
+def test_fitting_answers_as_its_two_questions_do(usages: list[tuple[str, int]], amount: int) -> None:
+    """``fitting`` is ``lowest_fitting_subtree`` and ``available`` in one pass, at any usage, for
+    every node (leaves under the root and under a cohort with limits, cohorts, the root)."""
+    tree = _tree()
+    for name, used in usages:
+        tree[name].add_usage(FR, used)
+    for node in tree.values():
+        assert node.fitting(FR, amount) == (*node.lowest_fitting_subtree(FR, amount), node.available(FR)), node.name
