@@ -212,7 +212,9 @@ class PlacementBook:
         """
         parts: list[tuple[object, ...]] = []
         for c in assignment.pod_sets:  # a loop, not a generator: compiled, it is the cheaper
-            parts.append((id(c.pod_set), c.count, *c.flavors.values()))
+            # tuple(values()), not *-unpacking: compiled, unpacking a dict view into a tuple goes
+            # through a generic list extend
+            parts.append((id(c.pod_set), c.count, tuple(c.flavors.values())))
         key = tuple(parts)
         plan = self._plans.get(key)
         if plan is not None:

@@ -35,6 +35,13 @@ _NO_LIMIT = np.iinfo(np.int64).max  # a resource the shape does not ask for limi
 _VERSIONS = itertools.count(1)
 
 
+def _flat(array: IntArray) -> memoryview:
+    """A C-contiguous array's memory as one flat memoryview of its elements (a view, not a copy)."""
+    flat = array.reshape(-1)
+    assert np.shares_memory(flat, array) or not array.size  # C-contiguous: reshaping copies nothing
+    return flat.data
+
+
 def _tolerated(tolerations: Sequence[Toleration], taints: tuple[Taint, ...]) -> bool:
     return all(any(t.tolerates(taint) for t in tolerations) for taint in taints)
 
@@ -79,11 +86,15 @@ class CapacityState:
         rows, resources = _CACHED_SHAPES, len(self.resources)
         self._slot_rows = np.zeros((rows, n), dtype=np.int64)
         self._cap_rows = [np.zeros((rows, len(starts)), dtype=np.int64) for starts in index.starts[:-1]]
-        # the same memory as memoryviews, for the one-node path: a memoryview reads or writes one
-        # element in a fraction of what indexing a numpy array costs (the arrays are never replaced)
-        self._free_cells = self.free.data
-        self._slot_cells = self._slot_rows.data
-        self._cap_cells = [caps.data for caps in self._cap_rows]
+        # the same memory as flat memoryviews, for the one-node path: a memoryview reads or writes
+        # one element in a fraction of what indexing a numpy array costs, and a flat one indexed
+        # by one int (row * width + column) in a third of what a (row, column) tuple costs (the
+        # arrays are C-contiguous and never replaced)
+        self._node_count = n
+        self._free_cells = _flat(self.free)
+        self._slot_cells = _flat(self._slot_rows)
+        self._cap_cells = [_flat(caps) for caps in self._cap_rows]
+        self._cap_widths = [caps.shape[1] for caps in self._cap_rows]
         self._row_masks = np.zeros((rows, n), dtype=np.bool_)
         self._row_eligibility: list[tuple[EligibilityKey, tuple[Toleration, ...]] | None] = [None] * rows
         self._row_bits: list[SlotBits | None] = [None] * rows
@@ -243,13 +254,15 @@ class CapacityState:
             # most reservations and releases touch one node: element by element, no numpy call
             i = int(nodes[0])
             cells = self._free_cells
+            n = self._node_count
             free: list[int] = []
             negative = False
             for resource, amount in enumerate(delta[:, 0].tolist()):
-                left: int = cells[resource, i]
+                cell = resource * n + i
+                left: int = cells[cell]
                 if amount:
                     left -= amount
-                    cells[resource, i] = left
+                    cells[cell] = left
                 if left < 0:
                     negative = True
                     left = 0
@@ -324,9 +337,14 @@ class CapacityState:
         if free is None:
             free = [max(amount, 0) for amount in self.free[:, i].tolist()]
         slot_cells = self._slot_cells
+        n = self._node_count
         # one read for every row (a read per row would cost a numpy call each); none when every
         # shape may run everywhere
         masks = None if self._active_terms.unmasked else self._row_masks[:, i].tolist()
+        # the node's domain at every level, and the caps' flat layout, read once for all rows
+        levels = list(
+            zip(self._cap_cells, self._cap_widths, [domain_of[i] for domain_of in self._domain_of], strict=True)
+        )
         for row, requested, feasible, row_bits in self._row_terms:
             if masks is not None and (not feasible or not masks[row]):
                 fresh = 0
@@ -334,13 +352,14 @@ class CapacityState:
                 fresh = _UNBOUNDED_SLOTS
             else:
                 fresh = min([free[r] // amount for r, amount in requested])
-            before: int = slot_cells[row, i]
+            cell = row * n + i
+            before: int = slot_cells[cell]
             if fresh != before:
-                slot_cells[row, i] = fresh
+                slot_cells[cell] = fresh
                 row_bits.move(i, before, fresh)
                 change = fresh - before
-                for cells, domain_of in zip(self._cap_cells, self._domain_of, strict=True):
-                    cells[row, domain_of[i]] += change
+                for cells, width, domain in levels:
+                    cells[row * width + domain] += change
 
     def update_node(self, i: int, info: NodeInfo) -> None:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""
