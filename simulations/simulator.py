@@ -45,6 +45,9 @@ FOREGROUND = frozenset(
     {EventKind.ARRIVAL, EventKind.GANG_READY, EventKind.GANG_COMPLETE, EventKind.ENGINE_TIMER, EventKind.NODE_REPAIR}
 )
 MAX_SAMPLES = 2000
+# The one template the loop builds its pods from (``simulated_pod`` with no labels and the two
+# completion-delay annotations): gangs share its stage chain unless a selector tells them apart.
+_POD_TEMPLATE = "simulated-trainjob-pod"
 
 
 @dataclass(slots=True, init=False)
@@ -186,7 +189,8 @@ class Simulation:
             {},
             {POD_COMPLETE_DELAY_ANNOTATION: delay, POD_COMPLETE_JITTER_ANNOTATION: delay},
         )
-        outcome = self.lifecycle.run_gang(pod, job.nodes, now, self.stage_rng)
+        # every pod comes from simulated_pod with the same labels and annotation keys
+        outcome = self.lifecycle.run_gang(pod, job.nodes, now, self.stage_rng, template=_POD_TEMPLATE)
         if outcome.ready_after is not None:
             self._push(Event(now + outcome.ready_after, EventKind.GANG_READY, decision.key, generation))
         if outcome.finished_after is not None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,9 @@ class PodLifecycle:
         self.stages = [s for s in stages if s.kind == "Pod"]
         if not self.stages:
             raise SimulationInputError("stages", None, "spec.resourceRef.kind", "no Stage drives Pods")
+        # annotations whose values a selector reads (matchAnnotations, or a matchExpressions key
+        # on one annotation): the chain key holds their values; a key reading annotations any
+        # other way puts every annotation's value in it
         self._selector_annotations: set[str] = set()
         self._selectors_read_all_annotations = False
         # other paths selectors read (".metadata.name", ".metadata.ownerReferences.[].kind"...):
@@ -90,7 +94,14 @@ class PodLifecycle:
         # share a chain, while fields no selector reads (a job's own name) do not split them
         self._selector_paths: list[str] = []
         for stage in self.stages:
+            self._selector_annotations.update(stage.match_annotations)
             for expression in stage.match_expressions:
+                if _reads_annotations(expression.key):
+                    one = _one_annotation(expression.key)
+                    if one is None:
+                        self._selectors_read_all_annotations = True
+                    else:
+                        self._selector_annotations.add(one)
                 parts = [p for p in expression.key.split(".") if p]
                 top = parts[0].split("[")[0] if parts else ""
                 covered = top in ("spec", "status") or (
@@ -99,6 +110,14 @@ class PodLifecycle:
                 if not covered and expression.key not in self._selector_paths:
                     self._selector_paths.append(expression.key)
         self._chains: dict[tuple[Any, ...], list[_ChainStep] | None] = {}
+        # chains by the caller's pod template (``run_gang``'s ``template``), usable only while no
+        # selector reads what the pods of one template may differ in
+        self._template_chains: dict[Hashable, list[_ChainStep] | None] = {}
+        self._selectors_read_identity = bool(
+            self._selector_annotations
+            or self._selectors_read_all_annotations
+            or any(not path.rstrip().endswith((".kind", ".apiVersion")) for path in self._selector_paths)
+        )
 
     def _pick(self, view: dict[str, Any], rng: random.Random) -> Stage | None:
         matched = [s for s in self.stages if s.matches(view)]
@@ -206,14 +225,27 @@ class PodLifecycle:
         self._chains[key] = chain
         return chain
 
-    def run_gang(self, pod: dict[str, Any], count: int, start: float, rng: random.Random) -> GangOutcome:
+    def run_gang(
+        self,
+        pod: dict[str, Any],
+        count: int,
+        start: float,
+        rng: random.Random,
+        *,
+        template: Hashable | None = None,
+    ) -> GangOutcome:
         """``count`` identical pods, each with its own jitter draws (KWOK delays run per pod).
 
         While exactly one stage matches at each step the pods walk the same chain, so the chain
         is found once per kind of pod and only the delays are drawn per pod; a weighted choice
         between several matching stages sends every pod down its own walk.
+
+        ``template`` names the template a caller builds many pods from (the simulator's one):
+        pods passed with the same template must be equal but for their name, namespace, owners'
+        names and annotation values. While no selector reads those, the chain is then found once
+        per template rather than worked out from every pod.
         """
-        chain = self._chain(pod)
+        chain = self._template_chain(template, pod) if template is not None else self._chain(pod)
         if chain is None:
             return self._gang_pod_by_pod(pod, count, start, rng)
         elapsed = [0.0] * count
@@ -239,6 +271,14 @@ class PodLifecycle:
                 break
         return GangOutcome(ready_after, None, False)
 
+    def _template_chain(self, template: Hashable, pod: dict[str, Any]) -> list[_ChainStep] | None:
+        if self._selectors_read_identity:
+            return self._chain(pod)
+        if template in self._template_chains:
+            return self._template_chains[template]
+        chain = self._template_chains[template] = self._chain(pod)
+        return chain
+
     def _gang_pod_by_pod(self, pod: dict[str, Any], count: int, start: float, rng: random.Random) -> GangOutcome:
         outcomes = [self.run_pod(pod, start, rng) for _ in range(count)]
         ready = [o.ready_after for o in outcomes if o.ready_after is not None]
@@ -248,6 +288,23 @@ class PodLifecycle:
             max(finished) if len(finished) == count else None,
             all(o.phase == "Succeeded" and not o.deleted for o in outcomes),
         )
+
+
+_ONE_ANNOTATION = re.compile(r'^\s*\.metadata\.annotations(?:\["([^"\]]+)"\]|\.([A-Za-z_][A-Za-z0-9_]*))\s*$')
+
+
+def _reads_annotations(key: str) -> bool:
+    """Whether a selector key (a jq path) reads the pod's annotations."""
+    return "annotations" in key
+
+
+def _one_annotation(key: str) -> str | None:
+    """The one annotation a selector key reads (``.metadata.annotations["a/b"]`` or
+    ``.metadata.annotations.name``); None when it reads them some other way."""
+    match = _ONE_ANNOTATION.match(key)
+    if match is None:
+        return None
+    return match.group(1) or match.group(2)
 
 
 def _is_ready(view: dict[str, Any]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -220,8 +221,68 @@ spec:
   next: {statusTemplate: "phase: Succeeded"}
 """,
     )
-    lifecycle = PodLifecycle(stages)
-    first = lifecycle.run_gang(simulated_pod("p", "team-a", {}, {}), 4, 0.0, random.Random(1))
-    second = lifecycle.run_gang(simulated_pod("p", "team-b", {}, {}), 4, 0.0, random.Random(1))
-    assert first.succeeded
-    assert not second.succeeded
+    for template in (None, "one template"):  # a template does not let the namespace be ignored
+        lifecycle = PodLifecycle(stages)
+        first = lifecycle.run_gang(simulated_pod("p", "team-a", {}, {}), 4, 0.0, random.Random(1), template=template)
+        second = lifecycle.run_gang(simulated_pod("p", "team-b", {}, {}), 4, 0.0, random.Random(1), template=template)
+        assert first.succeeded
+        assert not second.succeeded
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        pytest.param("matchAnnotations: {tier: gold}", id="match-annotations"),
+        pytest.param(
+            "matchExpressions: [{key: '.metadata.annotations[\"tier\"]', operator: In, values: [gold]}]",
+            id="expression-on-one-annotation",
+        ),
+        pytest.param(
+            "matchExpressions: [{key: .metadata.annotations.tier, operator: In, values: [gold]}]",
+            id="expression-on-a-dotted-annotation",
+        ),
+    ],
+)
+def test_gangs_an_annotation_selector_tells_apart_walk_their_own_chains(tmp_path: Path, selector: str) -> None:
+    """A selector on an annotation's value: pods that differ only in that value (same keys) are
+    not given each other's chain, whichever walks first."""
+    stages = stage_from(
+        tmp_path,
+        f"""
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {{name: gold-succeeds}}
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    {selector}
+  next: {{statusTemplate: "phase: Succeeded"}}
+""",
+    )
+    for (first_tier, second_tier), template in itertools.product((("gold", "silver"), ("silver", "gold")), (None, "t")):
+        lifecycle = PodLifecycle(stages)
+        first_pod = simulated_pod("p", "team-a", {}, {"tier": first_tier})
+        second_pod = simulated_pod("p", "team-a", {}, {"tier": second_tier})
+        first = lifecycle.run_gang(first_pod, 2, 0.0, random.Random(1), template=template)
+        second = lifecycle.run_gang(second_pod, 2, 0.0, random.Random(1), template=template)
+        assert first.succeeded == (first_tier == "gold")
+        assert second.succeeded == (second_tier == "gold")
+
+
+def test_a_template_shares_the_chain_its_pods_would_each_find() -> None:
+    """With the default stages no selector reads a pod's name, namespace or annotation values:
+    pods of one template walk the chain each would find alone, delays read from each pod."""
+    by_pod, by_template = PodLifecycle(default_stages()), PodLifecycle(default_stages())
+    for index, (team, seconds) in enumerate([("team-a", 30), ("team-b", 5), ("team-a", 7200), ("team-c", 1)]):
+        delay = f"{seconds * 1000}ms"
+        annotations = {POD_COMPLETE_DELAY_ANNOTATION: delay, POD_COMPLETE_JITTER_ANNOTATION: delay}
+        pod = simulated_pod(f"job-{index}", team, {}, annotations)
+        alone = by_pod.run_gang(pod, 3, 10.0, random.Random(index))
+        shared = by_template.run_gang(pod, 3, 10.0, random.Random(index), template="job pods")
+        assert (shared.ready_after, shared.finished_after, shared.succeeded) == (
+            alone.ready_after,
+            alone.finished_after,
+            alone.succeeded,
+        )
+        assert shared.finished_after is not None
+        assert shared.finished_after >= seconds  # the pod's own delay, not the first pod's
