@@ -351,7 +351,12 @@ class CapacityState:
             elif requested is None:
                 fresh = _UNBOUNDED_SLOTS
             else:
-                fresh = min([free[r] // amount for r, amount in requested])
+                # the fewest pods any requested resource allows (a loop: compiled, no list or min call)
+                fresh = -1
+                for r, amount in requested:
+                    allowed = free[r] // amount
+                    if fresh < 0 or allowed < fresh:
+                        fresh = allowed
             cell = row * n + i
             before: int = slot_cells[cell]
             if fresh != before:

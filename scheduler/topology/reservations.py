@@ -50,9 +50,11 @@ class Reservations:
             # the placer's own answer for one pod set (the usual gang): its positions as they are
             nodes = placed[0].copy()
             count = len(nodes)
-            in_order = count < 2 or bool(np.logical_and.reduce(nodes[1:] > nodes[:-1]))
-            usage = self._amounts_vector(placement.pod_sets[0].request)[:, None].repeat(count, axis=1)
-            return nodes, usage, in_order
+            vector = self._amounts_vector(placement.pod_sets[0].request)[:, None]
+            if count == 1:  # one pod (most gangs): the cached vector's column view, never written
+                return nodes, vector, True
+            in_order = bool(np.logical_and.reduce(nodes[1:] > nodes[:-1]))
+            return nodes, vector.repeat(count, axis=1), in_order
         positions: list[int] = []
         blocks: list[IntArray] = []
         for k, ps in enumerate(placement.pod_sets):
@@ -82,6 +84,7 @@ class Reservations:
         if known is not None and known[0] is request:
             return known[1]
         vector = self.state.amounts_vector(request.requests)
+        vector.flags.writeable = False  # shared by every placement of the request (and their deltas)
         if len(self._vectors) >= _VECTORS_KEPT:
             self._vectors.clear()
         self._vectors[id(request)] = (request, vector)
