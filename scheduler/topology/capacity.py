@@ -23,23 +23,16 @@ import numpy.typing as npt
 from runtimes.k8s.core import Taint, Toleration
 from scheduler.topology.graph import IntArray, NodeInfo, TopologyIndex
 from scheduler.topology.leaf_index import SlotBits
+from scheduler.topology.node_cells import UNBOUNDED_SLOTS, NodeCells, RowTerms
 from scheduler.topology.row_block import ActiveRows, carry_moves, consecutive
 from scheduler.topology.shapes import PODS, EligibilityKey, PodShape, ShapeCounts, pod_shape
 
 BoolArray = npt.NDArray[np.bool_]
 _CACHED_SHAPES = 32
-_UNBOUNDED = np.int64(1) << 40  # slots of a shape that asks for nothing: bounded only by eligibility
-_UNBOUNDED_SLOTS = int(_UNBOUNDED)
+_UNBOUNDED = np.int64(UNBOUNDED_SLOTS)  # slots of a shape that asks for nothing: bounded only by eligibility
 _NO_LIMIT = np.iinfo(np.int64).max  # a resource the shape does not ask for limits nothing
 # State versions are drawn from one counter, so no two states (nor two moments of one) share one.
 _VERSIONS = itertools.count(1)
-
-
-def _flat(array: IntArray) -> memoryview:
-    """A C-contiguous array's memory as one flat memoryview of its elements (a view, not a copy)."""
-    flat = array.reshape(-1)
-    assert np.shares_memory(flat, array) or not array.size  # C-contiguous: reshaping copies nothing
-    return flat.data
 
 
 def _tolerated(tolerations: Sequence[Toleration], taints: tuple[Taint, ...]) -> bool:
@@ -86,15 +79,6 @@ class CapacityState:
         rows, resources = _CACHED_SHAPES, len(self.resources)
         self._slot_rows = np.zeros((rows, n), dtype=np.int64)
         self._cap_rows = [np.zeros((rows, len(starts)), dtype=np.int64) for starts in index.starts[:-1]]
-        # the same memory as flat memoryviews, for the one-node path: a memoryview reads or writes
-        # one element in a fraction of what indexing a numpy array costs, and a flat one indexed
-        # by one int (row * width + column) in a third of what a (row, column) tuple costs (the
-        # arrays are C-contiguous and never replaced)
-        self._node_count = n
-        self._free_cells = _flat(self.free)
-        self._slot_cells = _flat(self._slot_rows)
-        self._cap_cells = [_flat(caps) for caps in self._cap_rows]
-        self._cap_widths = [caps.shape[1] for caps in self._cap_rows]
         self._row_masks = np.zeros((rows, n), dtype=np.bool_)
         self._row_eligibility: list[tuple[EligibilityKey, tuple[Toleration, ...]] | None] = [None] * rows
         self._row_bits: list[SlotBits | None] = [None] * rows
@@ -108,9 +92,9 @@ class CapacityState:
         self._active_terms = self._gather_active()
         # per active row, for the one-node refresh: (row, requested (resource, amount) pairs or
         # None when the shape asks for nothing, feasible, its slot bitsets)
-        self._row_terms: list[tuple[int, list[tuple[int, int]] | None, bool, SlotBits]] = []
-        # node_domain as Python lists: the one-node refresh reads one entry per level
-        self._domain_of: list[list[int]] = [d.tolist() for d in index.node_domain[:-1]]
+        self._row_terms: list[RowTerms] = []
+        # the same memory, element by element, for the one-node path (and node_domain as lists)
+        self._cells = NodeCells(self.free, self._slot_rows, self._cap_rows, index.node_domain[:-1])
 
     def _set_node(self, i: int, info: NodeInfo) -> None:
         for res, amount in info.allocatable.items():
@@ -201,7 +185,7 @@ class CapacityState:
         rows = self._active
         return ActiveRows(rows, self._divisors, self._unrequested, self._asks_nothing, self._feasible, self._row_masks)
 
-    def _terms(self, row: int) -> tuple[int, list[tuple[int, int]] | None, bool, SlotBits]:
+    def _terms(self, row: int) -> RowTerms:
         requested = [(r, int(d)) for r, d in enumerate(self._divisors[row].tolist()) if not self._unrequested[row, r]]
         bits = self._row_bits[row]
         assert bits is not None  # set with the row
@@ -213,7 +197,7 @@ class CapacityState:
         rows = [r for r, amount in enumerate(shape.amounts) if amount > 0]
         if not rows:
             # asks for nothing: bounded only by eligibility (any count fits)
-            return np.where(mask, np.int64(1) << 40, 0).astype(np.int64)
+            return np.where(mask, _UNBOUNDED, 0).astype(np.int64)
         amounts = np.array([shape.amounts[r] for r in rows], dtype=np.int64)[:, None]
         fit = (np.maximum(free[rows], 0) // amounts).min(axis=0)
         return np.where(mask, fit, 0).astype(np.int64)
@@ -253,20 +237,7 @@ class CapacityState:
         if len(nodes) == 1:
             # most reservations and releases touch one node: element by element, no numpy call
             i = int(nodes[0])
-            cells = self._free_cells
-            n = self._node_count
-            free: list[int] = []
-            negative = False
-            for resource, amount in enumerate(delta[:, 0].tolist()):
-                cell = resource * n + i
-                left: int = cells[cell]
-                if amount:
-                    left -= amount
-                    cells[cell] = left
-                if left < 0:
-                    negative = True
-                    left = 0
-                free.append(left)
+            free, negative = self._cells.take(i, delta[:, 0].tolist())
             if len(self._active):
                 self._refresh_one(i, free)
             return negative and report_overcommit
@@ -320,7 +291,7 @@ class CapacityState:
         first, last = int(nodes[0]), int(nodes[-1])
         row_index = terms.row_span if terms.row_span is not None else rows
         for level, caps in enumerate(self._cap_rows):
-            domain_of = self._domain_of[level]
+            domain_of = self._cells.domain_of[level]
             if domain_of[first] == domain_of[last]:
                 # nodes in topology order: all in one domain at this level (a gang in one block)
                 if per_shape is None:
@@ -336,35 +307,10 @@ class CapacityState:
         when the caller has them."""
         if free is None:
             free = [max(amount, 0) for amount in self.free[:, i].tolist()]
-        slot_cells = self._slot_cells
-        n = self._node_count
         # one read for every row (a read per row would cost a numpy call each); none when every
         # shape may run everywhere
         masks = None if self._active_terms.unmasked else self._row_masks[:, i].tolist()
-        # the node's domain at every level, and the caps' flat layout, read once for all rows
-        levels = list(
-            zip(self._cap_cells, self._cap_widths, [domain_of[i] for domain_of in self._domain_of], strict=True)
-        )
-        for row, requested, feasible, row_bits in self._row_terms:
-            if masks is not None and (not feasible or not masks[row]):
-                fresh = 0
-            elif requested is None:
-                fresh = _UNBOUNDED_SLOTS
-            else:
-                # the fewest pods any requested resource allows (a loop: compiled, no list or min call)
-                fresh = -1
-                for r, amount in requested:
-                    allowed = free[r] // amount
-                    if fresh < 0 or allowed < fresh:
-                        fresh = allowed
-            cell = row * n + i
-            before: int = slot_cells[cell]
-            if fresh != before:
-                slot_cells[cell] = fresh
-                row_bits.move(i, before, fresh)
-                change = fresh - before
-                for cells, width, domain in levels:
-                    cells[row * width + domain] += change
+        self._cells.refresh(i, free, self._row_terms, masks)
 
     def update_node(self, i: int, info: NodeInfo) -> None:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""

@@ -1,0 +1,91 @@
+"""One node's capacity, read and written element by element: the one-node path of a change.
+
+Most reservations and releases touch one node, and for a handful of cached shapes numpy's
+per-call cost would dominate. ``NodeCells`` holds the same memory as ``CapacityState``'s arrays
+(free amounts, per-shape slots, per-domain sums) as flat memoryviews: a memoryview reads or
+writes one element in a fraction of what indexing a numpy array costs, and a flat one indexed by
+one int (row × width + column) in a third of what a (row, column) tuple index costs. It computes
+exactly what ``CapacityState``'s vectorized refresh does, for one node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.topology.graph import IntArray
+from scheduler.topology.leaf_index import SlotBits
+
+# slots of a shape that asks for nothing: bounded only by eligibility
+UNBOUNDED_SLOTS = 1 << 40
+# per cached shape: (its row, the (resource, amount) pairs it requests or None when it asks for
+# nothing, whether it is feasible, its slot bitsets)
+RowTerms = tuple[int, list[tuple[int, int]] | None, bool, SlotBits]
+
+
+def _flat(array: IntArray) -> memoryview:
+    """A C-contiguous array's memory as one flat memoryview of its elements (a view, not a copy)."""
+    flat = array.reshape(-1)
+    assert np.shares_memory(flat, array) or not array.size  # C-contiguous: reshaping copies nothing
+    return flat.data
+
+
+class NodeCells:
+    """``free`` (resources × nodes), ``slot_rows`` (shapes × nodes) and ``cap_rows`` (per level,
+    shapes × domains) as flat memoryviews, with each node's domain per level. The arrays must be
+    C-contiguous and never replaced (their owner writes into them)."""
+
+    def __init__(
+        self, free: IntArray, slot_rows: IntArray, cap_rows: list[IntArray], node_domain: list[IntArray]
+    ) -> None:
+        self.node_count = free.shape[1]
+        self._free = _flat(free)
+        self._slots = _flat(slot_rows)
+        self._caps = [_flat(caps) for caps in cap_rows]
+        self._cap_widths = [caps.shape[1] for caps in cap_rows]
+        self.domain_of: list[list[int]] = [domains.tolist() for domains in node_domain]
+
+    def take(self, i: int, amounts: list[int]) -> tuple[list[int], bool]:
+        """``used[:, i] += amounts``: node ``i``'s free amounts after it, floored at 0, and
+        whether one of them went negative."""
+        cells, n = self._free, self.node_count
+        free: list[int] = []
+        negative = False
+        for resource, amount in enumerate(amounts):
+            cell = resource * n + i
+            left: int = cells[cell]
+            if amount:
+                left -= amount
+                cells[cell] = left
+            if left < 0:
+                negative = True
+                left = 0
+            free.append(left)
+        return free, negative
+
+    def refresh(self, i: int, free: list[int], rows: list[RowTerms], masks: list[bool] | None) -> None:
+        """Recount node ``i``'s slots for every cached shape from its free amounts (floored at 0),
+        moving its bits and patching the domain sums where a count changed. ``masks`` holds
+        whether each shape may run on the node (None: every shape may)."""
+        slot_cells, n = self._slots, self.node_count
+        # the node's domain at every level, and the sums' flat layout, read once for all rows
+        levels = list(zip(self._caps, self._cap_widths, [domain_of[i] for domain_of in self.domain_of], strict=True))
+        for row, requested, feasible, row_bits in rows:
+            if masks is not None and (not feasible or not masks[row]):
+                fresh = 0
+            elif requested is None:
+                fresh = UNBOUNDED_SLOTS
+            else:
+                # the fewest pods any requested resource allows (a loop: compiled, no list or min call)
+                fresh = -1
+                for r, amount in requested:
+                    allowed = free[r] // amount
+                    if fresh < 0 or allowed < fresh:
+                        fresh = allowed
+            cell = row * n + i
+            before: int = slot_cells[cell]
+            if fresh != before:
+                slot_cells[cell] = fresh
+                row_bits.move(i, before, fresh)
+                change = fresh - before
+                for cells, width, domain in levels:
+                    cells[row * width + domain] += change
