@@ -76,10 +76,12 @@ class QuotaNode:
         """Quota a new workload of this node may use now for ``fr`` (may be negative)."""
         if self.parent is None:
             return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
-        guaranteed = self.guaranteed.get(fr, 0)
-        usage = self.usage.get(fr, 0)
+        return self._available_below(self.parent, fr, self.usage.get(fr, 0), self.guaranteed.get(fr, 0))
+
+    def _available_below(self, parent: QuotaNode, fr: FlavorResource, usage: int, guaranteed: int) -> int:
+        """``available`` of a node with a parent, from the node's usage and guaranteed quota
+        (``fitting`` has read them already)."""
         local_available = max(0, guaranteed - usage)
-        parent = self.parent
         if parent.parent is None:  # the parent is the root, as in most trees: no second call
             parent_available = parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
         else:
@@ -172,20 +174,12 @@ class QuotaNode:
         if parent is None:
             return 0, False, subtree - usage
         guaranteed = self.guaranteed.get(fr, 0)
-        local_available = max(0, guaranteed - usage)
-        if parent.parent is None:  # the parent is the root, as in most trees
-            parent_available = parent.subtree.get(fr, 0) - parent.usage.get(fr, 0)
-        else:
-            parent_available = parent.available(fr)
-        limit = self.borrowing_limit.get(fr)
-        if limit is not None:
-            parent_available = min(parent_available, subtree - guaranteed - max(0, usage - guaranteed) + limit)
-        available = local_available + parent_available
+        available = self._available_below(parent, fr, usage, guaranteed)
         if usage + amount <= subtree:  # not borrowing_with: fits within this node's own subtree
             return 0, True, available
         if parent.parent is None:  # the root ends the walk whatever is left
             return parent.tree_height, False, available
-        height, may_reclaim = parent._lowest_fitting_above(fr, amount - local_available)
+        height, may_reclaim = parent._lowest_fitting_above(fr, amount - max(0, guaranteed - usage))
         return height, may_reclaim, available
 
 

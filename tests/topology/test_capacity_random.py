@@ -39,6 +39,22 @@ def assert_bits_are_a_scan(bits: SlotBits, slots: np.ndarray) -> None:
         assert bits.tightest(need) == (min(fitting)[1] if fitting else -1), need
 
 
+def replay_and_scan(bits: SlotBits, slots: np.ndarray, changes: list[tuple[int, int, bool]]) -> None:
+    """Set node ``node % len(slots)`` to ``value`` for each change, telling ``bits`` bit by bit or
+    (``wholesale``) marking them stale, and check them against a scan after each."""
+    for node, value, wholesale in changes:
+        node %= len(slots)
+        old = int(slots[node])
+        if old == value:
+            continue
+        slots[node] = value
+        if wholesale:
+            bits.mark_stale()
+        else:
+            bits.move(node, old, value)
+        assert_bits_are_a_scan(bits, slots)
+
+
 @settings(max_examples=60, deadline=None)
 @given(changes)
 def test_counts_after_random_changes_equal_a_recount(steps: list[tuple[set[int], int, int]]) -> None:
@@ -72,17 +88,7 @@ def test_slot_bits_follow_moves_and_rebuilds(start: list[int], changes: list[tup
     slots = np.array(start, dtype=np.int64)
     bits = SlotBits(slots)
     assert_bits_are_a_scan(bits, slots)
-    for node, value, wholesale in changes:
-        node %= len(slots)
-        old = int(slots[node])
-        if old == value:
-            continue
-        slots[node] = value
-        if wholesale:
-            bits.mark_stale()
-        else:
-            bits.move(node, old, value)
-        assert_bits_are_a_scan(bits, slots)
+    replay_and_scan(bits, slots, changes)
 
 
 @settings(max_examples=30, deadline=None)
@@ -98,14 +104,4 @@ def test_slot_bits_across_chunks(size: int, changes: list[tuple[int, int, bool]]
     slots[size - 1] = 3
     bits = SlotBits(slots)
     assert_bits_are_a_scan(bits, slots)
-    for node, value, wholesale in changes:
-        node %= size
-        old = int(slots[node])
-        if old == value:
-            continue
-        slots[node] = value
-        if wholesale:
-            bits.mark_stale()
-        else:
-            bits.move(node, old, value)
-        assert_bits_are_a_scan(bits, slots)
+    replay_and_scan(bits, slots, changes)
