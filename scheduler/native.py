@@ -60,6 +60,7 @@ COMPILED: dict[str, tuple[str, ...]] = {
         "distribution",
         "leader",
         "leaf_index",
+        "model",
         "node_cells",
         "placer",
         "reservations",

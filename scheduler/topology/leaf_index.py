@@ -15,6 +15,8 @@ question rebuilds them from the slots in a few numpy calls.
 
 from __future__ import annotations
 
+from typing import Final
+
 import numpy as np
 
 from scheduler.topology.graph import IntArray
@@ -22,13 +24,14 @@ from scheduler.topology.graph import IntArray
 # Beyond this many nodes changing at once, rebuilding on the next question is cheaper than moving
 # each node's bit (a move costs a fraction of a microsecond, a rebuild of 10,000 nodes about a
 # hundred: one per count that occurs, each rebuilding its chunks).
-MOVES_PER_CHANGE = 256
+MOVES_PER_CHANGE: Final = 256
 # Slot counts up to this are found by counting, above it by sorting.
-_COUNTED_VALUES = 256
+_COUNTED_VALUES: Final = 256
 # A bitset's chunks: 512 bits (64 bytes) each, small enough for the small-object allocator.
-_CHUNK_SHIFT = 9
-_CHUNK_MASK = (1 << _CHUNK_SHIFT) - 1
-_CHUNK_BYTES = (1 << _CHUNK_SHIFT) // 8
+# (Final: compiled, they are constants rather than module lookups)
+CHUNK_SHIFT: Final = 9
+CHUNK_MASK: Final = (1 << CHUNK_SHIFT) - 1
+_CHUNK_BYTES: Final = (1 << CHUNK_SHIFT) // 8
 
 
 class _NodeSet:
@@ -45,7 +48,7 @@ class _NodeSet:
         occupied = self.occupied
         chunk = (occupied & -occupied).bit_length() - 1
         bits = self.chunks[chunk]
-        return (chunk << _CHUNK_SHIFT) + (bits & -bits).bit_length() - 1
+        return (chunk << CHUNK_SHIFT) + (bits & -bits).bit_length() - 1
 
 
 class SlotBits:
@@ -59,7 +62,7 @@ class SlotBits:
 
     def __init__(self, slots: IntArray) -> None:
         self._slots = slots
-        self._chunk_count = (len(slots) + _CHUNK_MASK) >> _CHUNK_SHIFT
+        self._chunk_count = (len(slots) + CHUNK_MASK) >> CHUNK_SHIFT
         self._by_count: dict[int, _NodeSet] = {}
         self._stale = True
 
@@ -79,7 +82,7 @@ class SlotBits:
             self._stale = False
             return
         # one bit row per count, padded to whole chunks, packed and split in a handful of calls
-        rows = np.zeros((len(counts), chunk_count << _CHUNK_SHIFT), dtype=np.bool_)
+        rows = np.zeros((len(counts), chunk_count << CHUNK_SHIFT), dtype=np.bool_)
         np.equal(slots[None, :], values[:, None], out=rows[:, : len(slots)])
         packed = np.packbits(rows, axis=1, bitorder="little")
         holding = np.logical_or.reduce(packed.reshape(len(counts), chunk_count, _CHUNK_BYTES) != 0, axis=2)
@@ -110,14 +113,18 @@ class SlotBits:
 
     def move(self, node: int, old: int, new: int) -> None:
         """Node ``node`` held ``old`` pods of the shape and now holds ``new`` (``old != new``)."""
+        self.move_chunk(node >> CHUNK_SHIFT, 1 << (node & CHUNK_MASK), old, new)
+
+    def move_chunk(self, chunk: int, bits: int, old: int, new: int) -> None:
+        """``move`` for several nodes of one chunk at once: ``bits`` marks them within chunk
+        ``chunk`` (a gang's nodes are neighbours, so most of a gang's moves share one chunk);
+        every one of them held ``old`` pods and now holds ``new``."""
         if self._stale:
             return  # the rebuild will read the slots as they are then
-        chunk = node >> _CHUNK_SHIFT
-        bit = 1 << (node & _CHUNK_MASK)
         by_count = self._by_count
         if old > 0:
             held = by_count[old]
-            left = held.chunks[chunk] ^ bit
+            left = held.chunks[chunk] ^ bits
             held.chunks[chunk] = left
             if not left:
                 held.occupied ^= 1 << chunk
@@ -127,10 +134,10 @@ class SlotBits:
             held_new = by_count.get(new)
             if held_new is None:
                 held_new = by_count[new] = _NodeSet([0] * self._chunk_count, 0)
-            bits = held_new.chunks[chunk]
-            if not bits:
+            present = held_new.chunks[chunk]
+            if not present:
                 held_new.occupied |= 1 << chunk
-            held_new.chunks[chunk] = bits | bit
+            held_new.chunks[chunk] = present | bits
 
     def most(self) -> int:
         """The most pods any node holds (0 when none holds one)."""

@@ -17,7 +17,22 @@ def draw_delay_ns(duration: int, jitter: int | None, rng: random.Random) -> int:
         return duration
     if jitter <= duration:
         return jitter
-    return duration + rng.randrange(jitter - duration)
+    return duration + uniform_below(jitter - duration, rng)
+
+
+def uniform_below(span: int, rng: random.Random) -> int:
+    """``rng.randrange(span)`` for ``span`` > 0, drawing exactly what it draws.
+
+    CPython's ``Random.randrange(n)`` is ``_randbelow_with_getrandbits(n)``: draw
+    ``n.bit_length()`` bits until the number is below ``n``. Written out here, the loop compiles
+    with the rest of the stage walk instead of running interpreted once per pod (a 128-node gang
+    draws 128 delays); ``tests/simulations/test_kwok_delays.py`` holds it to ``randrange``'s stream.
+    """
+    bits = span.bit_length()
+    draw = rng.getrandbits(bits)
+    while draw >= span:
+        draw = rng.getrandbits(bits)
+    return draw
 
 
 def duration_from(milliseconds: int | None, source: str | None, view: dict[str, Any], now: float) -> int | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulations.errors import SimulationInputError
-from simulations.kwok.delays import draw_delay_ns
+from simulations.kwok.delays import draw_delay_ns, uniform_below
 from simulations.kwok.stages import Stage
 from simulations.kwok_query import run_query
 
@@ -259,8 +259,8 @@ class PodLifecycle:
                     elapsed = [e + fixed for e in elapsed]
                 else:
                     # draw_delay_ns's random branch, inlined: one draw per pod of a large gang
-                    span, randrange = jitter - duration, rng.randrange
-                    elapsed = [e + (duration + randrange(span)) / 1e9 for e in elapsed]
+                    span = jitter - duration
+                    elapsed = [e + (duration + uniform_below(span, rng)) / 1e9 for e in elapsed]
             if step.stage.effect.delete:
                 return GangOutcome(ready_after, max(elapsed), False)
             if step.becomes_ready:

@@ -11,6 +11,7 @@ from topology_builders import GPU, flavor, grid, topology
 from scheduler.topology import TopologyPlacer
 from scheduler.topology.capacity import CapacityState
 from scheduler.topology.leaf_index import SlotBits
+from scheduler.topology.row_block import carry_moves
 from scheduler.topology.shapes import PodShape
 
 SHAPES = ({GPU: 1}, {GPU: 3}, {GPU: 8}, {"cpu": 4000}, {GPU: 2, "cpu": 1000}, {"example.com/fpga": 1})
@@ -61,7 +62,9 @@ def test_counts_after_random_changes_equal_a_recount(steps: list[tuple[set[int],
     state = TopologyPlacer.build(topology(), flavor(), grid([[3, 4], [3]])).state
     shapes = [state.shape(requests) for requests in SHAPES]
     for shape in shapes:
-        state.counts(shape)  # cached rows, patched by every change below
+        # cached rows, patched by every change below; asked once, so their bitsets are live and
+        # the changes move bits (a bitset nobody asked about stays stale and moves nothing)
+        state.counts(shape).leaf.most()
     gpu, cpu = state.resource_index[GPU], state.resource_index["cpu"]
     for picked, gpus, milli_cpu in steps:
         nodes = np.array(sorted(n for n in picked if n < state.index.size), dtype=np.int64)
@@ -105,3 +108,29 @@ def test_slot_bits_across_chunks(size: int, changes: list[tuple[int, int, bool]]
     bits = SlotBits(slots)
     assert_bits_are_a_scan(bits, slots)
     replay_and_scan(bits, slots, changes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(2, 1600),
+    st.lists(
+        st.tuples(st.integers(0, 1599), st.integers(1, 300), st.integers(0, 8), st.booleans()), min_size=1, max_size=30
+    ),
+)
+def test_gang_changes_move_bits_as_a_scan_sees_them(size: int, gangs: list[tuple[int, int, int, bool]]) -> None:
+    """A gang's change (a run of neighbouring nodes, often all going from one count to another,
+    sometimes across a 512-node chunk boundary) is carried into the bitsets run by run, and the
+    bitsets still answer as a scan of the slots does."""
+    slots = np.zeros(size, dtype=np.int64)
+    slots[::7] = 8
+    bits = SlotBits(slots)
+    bits.most()  # built: the changes below move bits rather than mark them stale
+    for start, length, value, every_other in gangs:
+        start %= size
+        positions = np.arange(start, min(size, start + length), 2 if every_other else 1, dtype=np.int64)
+        old = slots[positions][None, :].copy()
+        fresh = np.full_like(old, value)
+        fresh[0, ::3] = (value + 1) % 9  # a few nodes of the run end on another count
+        slots[positions] = fresh[0]
+        carry_moves([bits], positions, old, fresh, fresh - old)
+        assert_bits_are_a_scan(bits, slots)
