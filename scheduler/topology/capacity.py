@@ -31,6 +31,9 @@ BoolArray = npt.NDArray[np.bool_]
 _CACHED_SHAPES = 32
 _UNBOUNDED = np.int64(UNBOUNDED_SLOTS)  # slots of a shape that asks for nothing: bounded only by eligibility
 _NO_LIMIT = np.iinfo(np.int64).max  # a resource the shape does not ask for limits nothing
+# Changes of up to this many distinct nodes in topology order (small gangs) are applied element by
+# element: below it, numpy's fixed cost per call outweighs the per-node loop.
+_RUN_NODES = 6
 # State versions are drawn from one counter, so no two states (nor two moments of one) share one.
 _VERSIONS = itertools.count(1)
 
@@ -243,6 +246,8 @@ class CapacityState:
             return negative and report_overcommit
         if ascending is None:
             ascending = bool(np.logical_and.reduce(nodes[1:] > nodes[:-1]))
+        if ascending and len(nodes) <= _RUN_NODES:
+            return self._apply_run(nodes.tolist(), delta.T.tolist()) and report_overcommit
         if ascending:
             # distinct positions (placements list their nodes in topology order): no ufunc.at needed
             unique = nodes
@@ -254,6 +259,21 @@ class CapacityState:
             columns = consecutive(unique)
         negative = report_overcommit and bool(np.minimum.reduce(self.free[:, columns], axis=None) < 0)
         self._refresh(unique, columns)
+        return negative
+
+    def _apply_run(self, nodes: list[int], amounts: list[list[int]]) -> bool:
+        """``apply`` of a few distinct nodes in topology order, element by element (no numpy
+        call per step): whether one of them is left with a negative free amount."""
+        cells = self._cells
+        frees: list[list[int]] = []
+        negative = False
+        for j in range(len(nodes)):
+            free, short = cells.take(nodes[j], amounts[j])
+            frees.append(free)
+            negative = negative or short
+        if len(self._active):
+            masks = None if self._active_terms.unmasked else self._row_masks[:, nodes].tolist()
+            cells.refresh_run(nodes, frees, self._row_terms, masks)
         return negative
 
     def _refresh(self, nodes: IntArray, columns: slice | IntArray | None = None) -> None:

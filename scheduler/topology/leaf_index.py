@@ -115,6 +115,30 @@ class SlotBits:
         """Node ``node`` held ``old`` pods of the shape and now holds ``new`` (``old != new``)."""
         self.move_chunk(node >> CHUNK_SHIFT, 1 << (node & CHUNK_MASK), old, new)
 
+    def move_many(self, nodes: list[int], before: list[int], after: list[int]) -> None:
+        """``move`` for each node ``nodes[j]`` whose count went from ``before[j]`` to ``after[j]``
+        (equal counts: no move), gathered into one ``move_chunk`` per run of nodes that share a
+        chunk and go between the same counts (a gang on empty nodes: one run per chunk)."""
+        if self._stale:
+            return
+        # the run being gathered: its chunk, counts before and after, and its nodes' bits (0: none)
+        run_chunk, run_before, run_after, run_bits = 0, 0, 0, 0
+        # by position over typed lists: compiled, the comparisons are on machine integers
+        for j in range(len(nodes)):
+            old, new = before[j], after[j]
+            if old == new:
+                continue
+            node = nodes[j]
+            chunk = node >> CHUNK_SHIFT
+            if run_bits and chunk == run_chunk and old == run_before and new == run_after:
+                run_bits |= 1 << (node & CHUNK_MASK)
+                continue
+            if run_bits:
+                self.move_chunk(run_chunk, run_bits, run_before, run_after)
+            run_chunk, run_before, run_after, run_bits = chunk, old, new, 1 << (node & CHUNK_MASK)
+        if run_bits:
+            self.move_chunk(run_chunk, run_bits, run_before, run_after)
+
     def move_chunk(self, chunk: int, bits: int, old: int, new: int) -> None:
         """``move`` for several nodes of one chunk at once: ``bits`` marks them within chunk
         ``chunk`` (a gang's nodes are neighbours, so most of a gang's moves share one chunk);

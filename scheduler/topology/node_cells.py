@@ -89,3 +89,57 @@ class NodeCells:
                 change = fresh - before
                 for cells, width, domain in levels:
                     cells[row * width + domain] += change
+
+    def refresh_run(
+        self, nodes: list[int], frees: list[list[int]], rows: list[RowTerms], masks: list[list[bool]] | None
+    ) -> None:
+        """``refresh`` of a few distinct nodes in topology order (a small gang), shape by shape:
+        each shape's bits move run by run (``SlotBits.move_many``) and each domain sum is patched
+        once per run of neighbours in that domain rather than once per node. ``frees[j]`` is node
+        ``nodes[j]``'s free amounts floored at 0; ``masks[row][j]`` whether the shape of ``row``
+        may run on it (None: every shape may run everywhere)."""
+        slot_cells, n = self._slots, self.node_count
+        count = len(nodes)
+        first, last = nodes[0], nodes[-1]
+        for row, requested, feasible, row_bits in rows:
+            before: list[int] = []
+            after: list[int] = []
+            total = 0  # the row's change over all the nodes
+            row_masks = masks[row] if masks is not None else None
+            for j in range(count):
+                i = nodes[j]
+                if row_masks is not None and (not feasible or not row_masks[j]):
+                    fresh = 0
+                elif requested is None:
+                    fresh = UNBOUNDED_SLOTS
+                else:
+                    free = frees[j]
+                    fresh = -1
+                    for r, amount in requested:
+                        allowed = free[r] // amount
+                        if fresh < 0 or allowed < fresh:
+                            fresh = allowed
+                cell = row * n + i
+                old: int = slot_cells[cell]
+                if fresh != old:
+                    slot_cells[cell] = fresh
+                    total += fresh - old
+                before.append(old)
+                after.append(fresh)
+            row_bits.move_many(nodes, before, after)
+            for cells, width, domain_of in zip(self._caps, self._cap_widths, self.domain_of, strict=True):
+                if domain_of[first] == domain_of[last]:
+                    # in topology order, so all in that one domain (a gang inside one block)
+                    if total:
+                        cells[row * width + domain_of[first]] += total
+                    continue
+                run_domain, run_change = -1, 0
+                for j in range(count):
+                    domain = domain_of[nodes[j]]
+                    if domain != run_domain:
+                        if run_change:
+                            cells[row * width + run_domain] += run_change
+                        run_domain, run_change = domain, 0
+                    run_change += after[j] - before[j]
+                if run_change:
+                    cells[row * width + run_domain] += run_change

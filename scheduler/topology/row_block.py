@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.topology.graph import IntArray
-from scheduler.topology.leaf_index import CHUNK_MASK, CHUNK_SHIFT, MOVES_PER_CHANGE, SlotBits
+from scheduler.topology.leaf_index import MOVES_PER_CHANGE, SlotBits
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -74,26 +74,4 @@ def carry_moves(bits: list[SlotBits | None], nodes: IntArray, old: IntArray, fre
         if moved is not None and moved[k] > MOVES_PER_CHANGE:
             row_bits.mark_stale()  # rebuilt when next asked, if ever
             continue
-        _carry_row(row_bits, positions, before_rows[k], after_rows[k])
-
-
-def _carry_row(row_bits: SlotBits, positions: list[int], before_row: list[int], after_row: list[int]) -> None:
-    """One shape's moves, gathered into one ``move_chunk`` per run of nodes that share a chunk
-    and go from the same count to the same count (a gang on empty nodes: one run per chunk)."""
-    # the run being gathered: its chunk, counts before and after, and its nodes' bits (0: none)
-    run_chunk, run_before, run_after, run_bits = 0, 0, 0, 0
-    # by position over typed lists: compiled, the comparisons are on machine integers
-    for j in range(len(positions)):
-        before, after = before_row[j], after_row[j]
-        if before == after:
-            continue
-        node = positions[j]
-        chunk = node >> CHUNK_SHIFT
-        if run_bits and chunk == run_chunk and before == run_before and after == run_after:
-            run_bits |= 1 << (node & CHUNK_MASK)
-            continue
-        if run_bits:
-            row_bits.move_chunk(run_chunk, run_bits, run_before, run_after)
-        run_chunk, run_before, run_after, run_bits = chunk, before, after, 1 << (node & CHUNK_MASK)
-    if run_bits:
-        row_bits.move_chunk(run_chunk, run_bits, run_before, run_after)
+        row_bits.move_many(positions, before_rows[k], after_rows[k])

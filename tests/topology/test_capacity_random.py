@@ -3,12 +3,14 @@ node and on many (hypothesis): the patched slots and domain sums never drift fro
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from topology_builders import GPU, flavor, grid, topology
 
-from scheduler.topology import TopologyPlacer
+from scheduler.topology import TopologyPlacer, capacity
 from scheduler.topology.capacity import CapacityState
 from scheduler.topology.leaf_index import SlotBits
 from scheduler.topology.row_block import carry_moves
@@ -59,6 +61,20 @@ def replay_and_scan(bits: SlotBits, slots: np.ndarray, changes: list[tuple[int, 
 @settings(max_examples=60, deadline=None)
 @given(changes)
 def test_counts_after_random_changes_equal_a_recount(steps: list[tuple[set[int], int, int]]) -> None:
+    """Small changes go element by element (``_apply_run``), the rest through numpy."""
+    replay_and_recount(steps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(changes)
+def test_counts_after_random_changes_through_numpy_equal_a_recount(steps: list[tuple[set[int], int, int]]) -> None:
+    """The same changes with every multi-node one through the vectorized path."""
+    with patch.object(capacity, "_RUN_NODES", 1):
+        assert capacity._RUN_NODES == 1
+        replay_and_recount(steps)
+
+
+def replay_and_recount(steps: list[tuple[set[int], int, int]]) -> None:
     state = TopologyPlacer.build(topology(), flavor(), grid([[3, 4], [3]])).state
     shapes = [state.shape(requests) for requests in SHAPES]
     for shape in shapes:
