@@ -45,6 +45,19 @@ class _Entry:
         self.share = share
 
 
+def _head_order(entry: _Entry) -> tuple[int, int, float, int]:
+    """The order a round's heads are processed in: non-borrowing before borrowing, then higher
+    priority, then FIFO (queue order time, then submit order)."""
+    workload = entry.workload
+    return (entry.assignment.borrow, -workload.priority, workload.queue_order_time, workload.sequence)
+
+
+def _fair_head_order(entry: _Entry) -> tuple[int, float, int, float, int]:
+    """``_head_order`` with fair sharing: the lowest dominant resource share first after borrowing."""
+    workload = entry.workload
+    return (entry.assignment.borrow, entry.share, -workload.priority, workload.queue_order_time, workload.sequence)
+
+
 class AdmissionCycle:
     def __init__(self, engine: EngineCore, now: float, result: CycleResult) -> None:
         self.engine = engine
@@ -83,9 +96,9 @@ class AdmissionCycle:
         if engine.config.fair_sharing:
             for entry in entries:
                 entry.share = dominant_resource_share(entry.cq.node, entry.assignment.usage)
-            entries.sort(key=lambda e: (e.assignment.borrow, e.share, *self._fifo(e.workload)))
-        else:
-            entries.sort(key=lambda e: (e.assignment.borrow, *self._fifo(e.workload)))
+            entries.sort(key=_fair_head_order)
+        elif len(entries) > 1:
+            entries.sort(key=_head_order)
         for entry in entries:
             self._process(entry)
         return True
@@ -116,10 +129,6 @@ class AdmissionCycle:
             self.result.evicted.append(EvictedWorkload(workload.key, reason, message, self.now))
             self.result.pending[workload.key] = message
             self._changes += 1
-
-    @staticmethod
-    def _fifo(workload: WorkloadInfo) -> tuple[int, float, int]:
-        return (-workload.priority, workload.queue_order_time, workload.sequence)
 
     def _inadmissible(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> str | None:
         engine = self.engine

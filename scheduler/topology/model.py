@@ -95,7 +95,11 @@ def _replace_leader(pod_set: PodSetRequest, is_leader: bool) -> PodSetRequest:
     return replace(pod_set, is_leader=is_leader)
 
 
-@dataclass(frozen=True)
+# The placer's answers: built once per placement, so written out (init=False) for mypyc to
+# compile, where a dataclass's generated ``__init__`` runs interpreted (a frozen one's twice as
+# slow again). Not frozen for that reason, but treated as immutable: the book, the admission and
+# the cycle's result share them.
+@dataclass(slots=True, init=False)
 class PodSetPlacement:
     """Where one pod set goes.
 
@@ -116,6 +120,28 @@ class PodSetPlacement:
     # Topology's own levels out of them (the NVLink clique level may be extra)
     node_values: Mapping[str, tuple[str, ...]]
     value_positions: tuple[int, ...]
+
+    def __init__(
+        self,
+        name: str,
+        request: PodSetRequest,
+        level: str | None,
+        domain: tuple[str, ...],
+        nodes: tuple[str, ...],
+        spanned: int,
+        topology_levels: tuple[str, ...],
+        node_values: Mapping[str, tuple[str, ...]],
+        value_positions: tuple[int, ...],
+    ) -> None:
+        self.name = name
+        self.request = request
+        self.level = level
+        self.domain = domain
+        self.nodes = nodes
+        self.spanned = spanned
+        self.topology_levels = topology_levels
+        self.node_values = node_values
+        self.value_positions = value_positions
 
     @property
     def count(self) -> int:
@@ -144,12 +170,16 @@ class PodSetPlacement:
         return TopologyAssignment(levels=levels, domains=domains)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, init=False)
 class GangPlacement:
     """A node for every pod of every pod set of one gang, on one ResourceFlavor."""
 
     flavor: str
     pod_sets: tuple[PodSetPlacement, ...]
+
+    def __init__(self, flavor: str, pod_sets: tuple[PodSetPlacement, ...]) -> None:
+        self.flavor = flavor
+        self.pod_sets = pod_sets
 
     def pod_set(self, name: str) -> PodSetPlacement:
         for placement in self.pod_sets:
@@ -177,13 +207,18 @@ class GangPlacement:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, init=False)
 class PlacementFailure:
     """No placement, in words a person can act on; ``requeue``: a failed node's gang must go back."""
 
     reason: str
-    pod_set: str | None = None
-    requeue: bool = False
+    pod_set: str | None
+    requeue: bool
+
+    def __init__(self, reason: str, pod_set: str | None = None, requeue: bool = False) -> None:
+        self.reason = reason
+        self.pod_set = pod_set
+        self.requeue = requeue
 
 
 def pod_set_request_from_template(name: str, count: int, template: PodTemplateSpec) -> PodSetRequest:
