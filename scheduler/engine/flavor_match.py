@@ -56,9 +56,10 @@ class PodSetPlan:
 
     def mismatch(self, flavor: ResourceFlavor) -> str | None:
         """``flavor_mismatch``, remembered per flavor object (a changed flavor is a new object)."""
-        known = self.verdicts.get(flavor.name)
+        name = flavor.metadata.name  # not ``flavor.name``: a property, which runs interpreted
+        known = self.verdicts.get(name)
         if known is not None and known[0] is flavor:
             return known[1]
         verdict = flavor_mismatch(flavor, self.pod_set)
-        self.verdicts[flavor.name] = (flavor, verdict)
+        self.verdicts[name] = (flavor, verdict)
         return verdict

@@ -71,6 +71,8 @@ class TopologyPlacer:
     def __init__(self, topology: Topology, flavor: ResourceFlavor, graph: TopologyGraph) -> None:
         self.topology = topology
         self.flavor = flavor
+        # read once: ``flavor.name`` is a pydantic property, which runs interpreted per placement
+        self.flavor_name = flavor.metadata.name
         self._nodes: dict[str, Node] = {}
         self._gone: set[str] = set()
         self._install(graph, used=None)
@@ -130,7 +132,7 @@ class TopologyPlacer:
         if isinstance(found, PlacementFailure):
             return found
         placement = GangPlacement(
-            self.flavor.name, tuple(self.describer.describe(p, found[p.name].nodes) for p in request.pod_sets)
+            self.flavor_name, tuple(self.describer.describe(p, found[p.name].nodes) for p in request.pod_sets)
         )
         if not simulate_empty:
             self.reservations.placed(placement, [found[p.name].nodes for p in request.pod_sets])
@@ -190,7 +192,7 @@ class TopologyPlacer:
         known = self._levels.get(id(ps))
         if known is not None and known[0] is ps:
             return known[1]
-        levels = resolve_levels(self.index, ps, f"Topology {self.topology.name!r} (flavor {self.flavor.name!r})")
+        levels = resolve_levels(self.index, ps, f"Topology {self.topology.name!r} (flavor {self.flavor_name!r})")
         if len(self._levels) >= _SHAPES_KEPT:
             self._levels.clear()
         self._levels[id(ps)] = (ps, levels)
@@ -223,7 +225,7 @@ class TopologyPlacer:
             missing = sorted(r for r, a in ps.requests.items() if a > 0 and r not in state.resource_index)
             return PlacementFailure(
                 f"pod set {ps.name!r} asks for {', '.join(missing)}, which no node of flavor "
-                f"{self.flavor.name!r} offers",
+                f"{self.flavor_name!r} offers",
                 ps.name,
             )
         if ps.unconstrained and levels.slice_level is None:
@@ -231,7 +233,7 @@ class TopologyPlacer:
             if packed is None:
                 return PlacementFailure(
                     f"pod set {ps.name!r} needs {ps.count} pods × {ps.describe_pod()}; "
-                    f"flavor {self.flavor.name!r} has room for {int(counts.slots.sum())}",
+                    f"flavor {self.flavor_name!r} has room for {int(counts.slots.sum())}",
                     ps.name,
                 )
             return [_Found(ps, packed)]
@@ -249,7 +251,7 @@ class TopologyPlacer:
             if len(caps) and int(np.maximum.reduce(caps)) >= need:
                 break
         else:
-            return _NO_ROOM if check_only else self.distributor.no_room(self.flavor.name, ps, levels, counts)
+            return _NO_ROOM if check_only else self.distributor.no_room(self.flavor_name, ps, levels, counts)
         if check_only:
             if level == last and levels.unit(level) == 1:
                 node = counts.leaf.tightest(need)
@@ -279,13 +281,13 @@ class TopologyPlacer:
         if not (leader_shape.feasible and worker_shape.feasible):
             return PlacementFailure(
                 f"pod sets {leader.name!r} and {workers.name!r} ask for a resource no node of flavor "
-                f"{self.flavor.name!r} offers",
+                f"{self.flavor_name!r} offers",
                 workers.name,
             )
         placed = place_leader_with_workers(
             state,
             self.distributor,
-            self.flavor.name,
+            self.flavor_name,
             (leader, leader_counts),
             (workers, worker_shape, worker_counts),
             levels,
