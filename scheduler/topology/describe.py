@@ -25,14 +25,15 @@ class PlacementDescriber:
     def describe(self, request: PodSetRequest, nodes: IntArray) -> PodSetPlacement:
         """The placement of ``request`` on the nodes at positions ``nodes`` (one per rank)."""
         index = self.index
-        level, domain, spanned = self.lowest_common_domain(nodes)
+        positions: list[int] = nodes.tolist()
+        level, domain, spanned = self._lowest_common_domain(nodes, positions)
         names = index.names
         return PodSetPlacement(
             name=request.name,
             request=request,
             level=index.level_names[level],
-            domain=index.values[level][domain] if len(nodes) else (),
-            nodes=tuple([names[i] for i in nodes.tolist()]),
+            domain=index.values[level][domain] if positions else (),
+            nodes=tuple([names[i] for i in positions]),
             spanned=spanned,
             topology_levels=self.topology_levels,
             node_values=index.node_values,
@@ -41,12 +42,17 @@ class PlacementDescriber:
 
     def lowest_common_domain(self, nodes: IntArray) -> tuple[int, int, int]:
         """(level, domain, children spanned) of the lowest domain holding all ``nodes``."""
-        if len(nodes) == 0:
+        return self._lowest_common_domain(nodes, nodes.tolist())
+
+    def _lowest_common_domain(self, nodes: IntArray, positions: list[int]) -> tuple[int, int, int]:
+        """``lowest_common_domain`` with the positions also as a list (compared as plain ints,
+        where two numpy scalars would each be boxed first)."""
+        if not positions:
             return 0, 0, 0
         index = self.index
         last = index.depth - 1
-        if nodes[0] == nodes[-1]:  # in topology order: all on one node
-            return last, int(index.node_domain[last][nodes[0]]), 1
+        if positions[0] == positions[-1]:  # in topology order: all on one node
+            return last, int(index.node_domain[last][positions[0]]), 1
         for level in range(last, -1, -1):
             ids = index.node_domain[level][nodes]
             if np.minimum.reduce(ids) == np.maximum.reduce(ids):
