@@ -22,6 +22,22 @@ UNBOUNDED_SLOTS = 1 << 40
 RowTerms = tuple[int, list[tuple[int, int]] | None, bool, SlotBits]
 
 
+def slots_held(free: list[int], requested: list[tuple[int, int]] | None, may_run: bool) -> int:
+    """How many pods of a shape a node holds with ``free`` (its free amounts, floored at 0): none
+    where the shape may not run, unbounded for a shape that asks for nothing, else the fewest any
+    requested resource allows (a loop: compiled, no list or min call)."""
+    if not may_run:
+        return 0
+    if requested is None:
+        return UNBOUNDED_SLOTS
+    fresh = -1
+    for r, amount in requested:
+        allowed = free[r] // amount
+        if fresh < 0 or allowed < fresh:
+            fresh = allowed
+    return fresh
+
+
 def _flat(array: IntArray) -> memoryview:
     """A C-contiguous array's memory as one flat memoryview of its elements (a view, not a copy)."""
     flat = array.reshape(-1)
@@ -70,17 +86,7 @@ class NodeCells:
         # the node's domain at every level, and the sums' flat layout, read once for all rows
         levels = list(zip(self._caps, self._cap_widths, [domain_of[i] for domain_of in self.domain_of], strict=True))
         for row, requested, feasible, row_bits in rows:
-            if masks is not None and (not feasible or not masks[row]):
-                fresh = 0
-            elif requested is None:
-                fresh = UNBOUNDED_SLOTS
-            else:
-                # the fewest pods any requested resource allows (a loop: compiled, no list or min call)
-                fresh = -1
-                for r, amount in requested:
-                    allowed = free[r] // amount
-                    if fresh < 0 or allowed < fresh:
-                        fresh = allowed
+            fresh = slots_held(free, requested, masks is None or (feasible and masks[row]))
             cell = row * n + i
             before: int = slot_cells[cell]
             if fresh != before:
@@ -108,17 +114,7 @@ class NodeCells:
             row_masks = masks[row] if masks is not None else None
             for j in range(count):
                 i = nodes[j]
-                if row_masks is not None and (not feasible or not row_masks[j]):
-                    fresh = 0
-                elif requested is None:
-                    fresh = UNBOUNDED_SLOTS
-                else:
-                    free = frees[j]
-                    fresh = -1
-                    for r, amount in requested:
-                        allowed = free[r] // amount
-                        if fresh < 0 or allowed < fresh:
-                            fresh = allowed
+                fresh = slots_held(frees[j], requested, row_masks is None or (feasible and row_masks[j]))
                 cell = row * n + i
                 old: int = slot_cells[cell]
                 if fresh != old:
