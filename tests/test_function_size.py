@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("scheduler", "runtimes", "webhooks", "simulations", "trainyard")
+PACKAGES = ("scheduler", "runtimes", "webhooks", "simulations", "sandbox", "trainyard")
 LIMIT = 60
 
 

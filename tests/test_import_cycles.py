@@ -12,7 +12,7 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("scheduler", "runtimes", "webhooks", "simulations", "trainyard")
+PACKAGES = ("scheduler", "runtimes", "webhooks", "simulations", "sandbox", "trainyard")
 
 
 def _module_name(path: Path, root: Path) -> str:

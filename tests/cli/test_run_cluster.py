@@ -13,12 +13,12 @@ import pytest
 import yaml
 from fakeapi.fixtures import FakeApi, fake_api
 
+from sandbox.embedded import Sandbox
 from scheduler.kube import KubeClient
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
 from trainyard.cli.errors import UserError
 from trainyard.cli.main import main
 from trainyard.cli.run_cluster import JobWatch
-from trainyard.localcluster import Sandbox
 
 __all__ = ["fake_api"]
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from sandbox.embedded import LOCAL_INFORMERS, LocalCluster
 from trainyard.cli.demo import steps
 from trainyard.cli.main import main
 from trainyard.cli.tour_cluster import cluster_objects
 from trainyard.cli.tour_watch import ClusterWatch, TourTimeout
-from trainyard.localcluster import LOCAL_INFORMERS, LocalCluster
 
 
 def test_the_tour_shows_admission_pending_preemption_and_completion_as_read_from_the_server(

@@ -15,12 +15,12 @@ import kubernetes
 import yaml
 from fakeapi.fixtures import FakeApi
 
+from sandbox.apiserver.records import StoredEvent
 from scheduler.controllers.manager import ControllerManager
 from scheduler.controllers.queueing import QUEUE_WATCHES, QueueControllers, build_queue_controllers
 from scheduler.engine import EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
 from scheduler.kube.backoff import Backoff
-from simulations.sandbox.apiserver.records import StoredEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_INFORMERS = InformerSettings(watch_timeout_seconds=30, inactivity_timeout=30.0, backoff=Backoff(0.01, 0.05))

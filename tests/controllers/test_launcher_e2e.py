@@ -14,11 +14,11 @@ from fakeapi.fixtures import FakeApi
 from launcher_support import NS, TOLERATION, admit, condition, eventually, launcher, seed_cluster
 from test_launcher_trainer import trainer_renders
 
+from sandbox.standins import Standins
 from scheduler.api.topology_assignment import HOSTNAME_LABEL
 from scheduler.controllers.launcher import LauncherMode
 from scheduler.controllers.trainjob_status import status_differs, trainjob_status
 from scheduler.kube import KubeApiError, KubeClient
-from simulations.sandbox.standins import Standins
 
 
 def node(name: str) -> dict[str, Any]:

@@ -16,10 +16,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from sandbox.embedded import LocalCluster
 from scheduler.api.topology_assignment import decode_topology_assignment
 from scheduler.kube import KubeClient
 from trainyard.cli.tour_cluster import TourJob, cluster_objects, trainjob
-from trainyard.localcluster import LocalCluster
 
 T = TypeVar("T")
 TEAM = "team-a"

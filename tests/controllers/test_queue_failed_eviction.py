@@ -37,8 +37,8 @@ from queue_support import (
     tas_cluster_queue_doc,
 )
 
+from sandbox.apiserver.records import StoredEvent
 from scheduler.api.topology_assignment import decode_topology_assignment
-from simulations.sandbox.apiserver.records import StoredEvent
 
 COHORT_CPU = 4
 

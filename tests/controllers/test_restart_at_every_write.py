@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from simulations.sandbox.apiserver.records import StoredEvent
+from sandbox.apiserver.records import StoredEvent
+from sandbox.embedded import LocalCluster
 from trainyard.benchmarks.chaos import JobSetFinisher
 from trainyard.benchmarks.chaos_audit import Audit
 from trainyard.benchmarks.controller import queue_objects, trainjob
-from trainyard.localcluster import LocalCluster
 
 NAMESPACE = "steps"
 CONTROLLER_KINDS = {"Workload", "PodGroup", "JobSet", "TrainJob"}

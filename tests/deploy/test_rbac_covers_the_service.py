@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from sandbox.apiserver.routes import parse_target
+from sandbox.embedded import LocalCluster
 from scheduler.controllers.constants import RUNTIME_PATCH_MANAGER
 from scheduler.controllers.launcher import LauncherMode
-from simulations.sandbox.apiserver.routes import parse_target
 from trainyard.benchmarks.controller import queue_objects, trainjob
-from trainyard.localcluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC_FILES = [

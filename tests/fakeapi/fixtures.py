@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client, config
 
-from simulations.sandbox.apiserver import FakeApiServer, Faults, Store
+from sandbox.apiserver import FakeApiServer, Faults, Store
 
 
 @dataclass

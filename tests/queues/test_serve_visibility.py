@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from simulations.sandbox.apiserver.reviews import Grant, Identity, ReviewingApiServer, Reviews
+from sandbox.apiserver.reviews import Grant, Identity, ReviewingApiServer, Reviews
 from webhooks.tls import Certificate, generate_ca, issue_client_certificate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from simulations.sandbox.apiserver.reviews import Grant, Identity, ReviewingApiServer, Reviews
+from sandbox.apiserver.reviews import Grant, Identity, ReviewingApiServer, Reviews
 from tests.queues.support import NOW, fixture_state
 from webhooks.objects import ObjectCache
 from webhooks.server import create_app

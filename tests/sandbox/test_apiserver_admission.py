@@ -249,7 +249,7 @@ async def test_a_webhook_slower_than_timeout_seconds_is_a_failed_call(
 
 
 def test_configurations_the_real_server_would_refuse_are_named() -> None:
-    from simulations.sandbox.apiserver.webhook_config import WebhookConfigError, parse_webhooks
+    from sandbox.apiserver.webhook_config import WebhookConfigError, parse_webhooks
 
     hook = Hook()
     document = configuration("Validating", hook)

@@ -11,8 +11,8 @@ import pytest
 from fakeapi.fixtures import FakeApi
 from sandbox_support import config_map, eventually, job, jobset, kube, owner_ref, pod
 
+from sandbox.apiserver import FakeApiServer
 from scheduler.kube import KubeApiError, KubeClient, WatchEvent, load_api_client
-from simulations.sandbox.apiserver import FakeApiServer
 
 
 async def _names(client: KubeClient, kind: str) -> set[str]:

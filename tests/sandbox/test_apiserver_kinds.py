@@ -12,9 +12,9 @@ from fakeapi.fixtures import FakeApi
 from kubernetes_asyncio import client
 from sandbox_support import config_map, job, kube, pod
 
+from sandbox.apiserver import RESOURCE_TYPES, FakeApiServer
+from sandbox.apiserver.faults import FAULT_KINDS
 from scheduler.kube import KINDS, KubeApiError
-from simulations.sandbox.apiserver import RESOURCE_TYPES, FakeApiServer
-from simulations.sandbox.apiserver.faults import FAULT_KINDS
 
 
 def test_the_adapter_and_the_server_know_the_same_kinds() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from sandbox.compare.comparison import Comparison, comparable, compare, simulate_recorded
+from sandbox.compare.records import Decision, RunRecord
 from simulations.cluster import ClusterSpec
 from simulations.errors import SimulationInputError
-from simulations.sandbox.compare import Comparison, comparable, compare, simulate_recorded
-from simulations.sandbox.compare_records import Decision, RunRecord
 from simulations.scenarios import BUILTIN, FailureSpec, Scenario, build
 from simulations.workloads import SyntheticWorkload
 from trainyard.cli.simulate_sandbox import compare_backends

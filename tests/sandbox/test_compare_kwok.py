@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.embedded import Sandbox
 from simulations.cluster import ClusterSpec
 from simulations.scenarios import IMMEDIATE_STAGES_DIR, Scenario, build
 from simulations.workloads import SyntheticWorkload
 from trainyard.cli.main import main
 from trainyard.cli.simulate_sandbox import run_kwok_trainyard
-from trainyard.localcluster import Sandbox
 
 SMALL = Scenario(
     name="kwok-small",

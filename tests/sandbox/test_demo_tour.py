@@ -10,11 +10,11 @@ import re
 
 import pytest
 
+from sandbox.embedded import LocalCluster
 from trainyard.cli.demo import steps
 from trainyard.cli.tour_cluster import cluster_objects
 from trainyard.cli.tour_render import placement
 from trainyard.cli.tour_sdk import NEVER_FITS_NODES, SDK_TEAM, train_and_wait, train_never_fits
-from trainyard.localcluster import LocalCluster
 
 
 async def test_the_sdk_job_runs_to_complete_and_a_job_bigger_than_the_cluster_is_refused_by_the_webhook() -> None:

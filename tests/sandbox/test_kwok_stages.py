@@ -1,4 +1,4 @@
-"""KWOK Stages move Nodes and Pods over the API (``simulations.sandbox.kwok.KwokStages``).
+"""KWOK Stages move Nodes and Pods over the API (``sandbox.standins.kwok_stages.KwokStages``).
 
 The Stages are the ones the simulator plays (manifests/kwok/stages), read by
 ``simulations.kwok``; ``speedup`` divides their delays so the test takes a fraction of a second.
@@ -13,6 +13,8 @@ from typing import Any
 from fakeapi.fixtures import FakeApi
 from sandbox_support import eventually, kube, node, pod
 
+from sandbox.apiserver.records import StoredEvent
+from sandbox.standins.kwok_stages import NODE_LEASE_NAMESPACE, KwokStages
 from simulations.kwok import (
     KWOK_NODE_ANNOTATION,
     POD_COMPLETE_DELAY_ANNOTATION,
@@ -20,8 +22,6 @@ from simulations.kwok import (
     default_stages,
     load_stages,
 )
-from simulations.sandbox.apiserver.records import StoredEvent
-from simulations.sandbox.kwok import NODE_LEASE_NAMESPACE, KwokStages
 
 SPEEDUP = 50.0
 

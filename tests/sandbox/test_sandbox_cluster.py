@@ -19,9 +19,9 @@ import pytest
 import yaml
 from sandbox_support import condition_of, eventually
 
+from sandbox.embedded import Sandbox
 from scheduler.kube import KubeApiError
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
-from trainyard.localcluster import Sandbox
 
 GPU = "nvidia.com/gpu"
 
@@ -118,9 +118,9 @@ async def test_https_with_token_and_the_official_client_reads_the_same_objects(t
 
 async def test_a_scheduling_gate_holds_pods_until_trainyards_ungater_acts() -> None:
     from runtimes.api.kueue_labels import PODSET_REQUIRED_TOPOLOGY
+    from sandbox.apiserver.records import StoredEvent
     from scheduler.controllers.constants import TOPOLOGY_SCHEDULING_GATE
     from simulations.cluster import BLOCK_LABEL
-    from simulations.sandbox.apiserver.records import StoredEvent
 
     versions: dict[str, list[dict[str, Any]]] = {}
 

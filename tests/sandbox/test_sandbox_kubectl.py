@@ -17,8 +17,8 @@ import pytest
 import yaml
 from sandbox_support import condition_of, eventually
 
-from simulations.sandbox.apiserver.tables import jsonpath
-from trainyard.localcluster import Sandbox
+from sandbox.apiserver.tables import jsonpath
+from sandbox.embedded import Sandbox
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 TRAINJOB = {

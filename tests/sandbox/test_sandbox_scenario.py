@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
+from sandbox.scenario_objects import SANDBOX_SCENARIO, scenario_objects
 from simulations.errors import SimulationInputError
-from simulations.sandbox.cluster import SANDBOX_SCENARIO, scenario_objects
 
 
 def test_the_default_sandbox_is_small_and_in_apply_order() -> None:

@@ -9,8 +9,8 @@ import pytest
 from fakeapi.fixtures import FakeApi
 from sandbox_support import condition_of, eventually, kube, node, pod
 
+from sandbox.standins import EXIT_CODE_ANNOTATION, RUN_SECONDS_ANNOTATION, Standins
 from scheduler.kube import KubeClient
-from simulations.sandbox.standins import EXIT_CODE_ANNOTATION, RUN_SECONDS_ANNOTATION, Standins
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from typing import Any
 from fakeapi.fixtures import FakeApi
 from sandbox_support import condition_of, eventually, kube, node, replicated_job, training_jobset
 
+from sandbox.standins import EXIT_CODE_ANNOTATION, Standins
+from sandbox.standins.job import compress_indexes
 from scheduler.kube import KubeClient
-from simulations.sandbox.standins import EXIT_CODE_ANNOTATION, Standins
-from simulations.sandbox.standins.job import compress_indexes
 
 
 def batch_job(

@@ -9,8 +9,8 @@ import pytest
 from fakeapi.fixtures import FakeApi
 from sandbox_support import condition_of, eventually, kube, node, replicated_job, training_jobset
 
+from sandbox.standins import COMPLETION_INDEX, EXIT_CODE_ANNOTATION, Standins
 from scheduler.kube import KubeClient
-from simulations.sandbox.standins import COMPLETION_INDEX, EXIT_CODE_ANNOTATION, Standins
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ preemption all allowed). TrainJobs of two priorities arrive at ``--rate`` per se
 - the API server answers a share ``--fault-rate`` of requests with a fault: 409 on writes,
   429 with Retry-After, 500/503, an expired history (410 for every resuming watch: every
   informer lists again; at most every ``--compaction-every`` seconds), or cut watch connections
-  (``simulations.sandbox.apiserver.Faults.random``); ``--fault-kinds`` narrows the draw (``conflict``
+  (``sandbox.apiserver.Faults.random``); ``--fault-kinds`` narrows the draw (``conflict``
   alone at a high rate drives the refused-eviction paths hard);
 - the controller replica is killed (cancelled wherever it is awaiting) and a fresh one, with a
   new cache and a new engine, started after every ``--restart-every`` seconds (jittered ±50%)
@@ -39,8 +39,8 @@ from trainyard.benchmarks.chaos_diagnostics import NAMESPACE, lost_job_story, re
 from trainyard.benchmarks.controller import queue_objects, trainjob
 
 if TYPE_CHECKING:  # the harness pulls in aiohttp and kubernetes-asyncio: only when a benchmark runs
-    from simulations.sandbox.apiserver import FakeApiServer
-    from simulations.sandbox.apiserver.records import StoredEvent
+    from sandbox.apiserver import FakeApiServer
+    from sandbox.apiserver.records import StoredEvent
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 QUEUES = ("team-a", "team-b")
@@ -236,7 +236,7 @@ async def _chaos_then_calm(
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from trainyard.localcluster import LocalCluster
+    from sandbox.embedded import LocalCluster
 
     rng = random.Random(args.seed)
     audit = Audit(limit_milli=2 * args.cpu_per_queue * 1000, cohort_milli=2 * args.cpu_per_queue * 1000)
@@ -286,7 +286,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def fault_kinds(args: argparse.Namespace) -> tuple[str, ...]:
     """The faults ``--fault-kinds`` names (``all``: the five default kinds; also when the option is absent)."""
-    from simulations.sandbox.apiserver.faults import FAULT_KINDS
+    from sandbox.apiserver.faults import FAULT_KINDS
 
     kinds: list[str] = []
     for token in str(getattr(args, "fault_kinds", "all")).split(","):
@@ -296,7 +296,7 @@ def fault_kinds(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from simulations.sandbox.apiserver.faults import FAULT_KINDS, OPT_IN_KINDS
+    from sandbox.apiserver.faults import FAULT_KINDS, OPT_IN_KINDS
 
     if args.jobs < 1 or args.rate <= 0 or not 0 <= args.fault_rate < 1:
         raise SystemExit("--jobs must be at least 1, --rate above 0 and --fault-rate in [0, 1)")

@@ -14,7 +14,7 @@ from runtimes.k8s.quantity import Quantity
 from trainyard.benchmarks.controller import owner_name
 
 if TYPE_CHECKING:
-    from simulations.sandbox.apiserver.records import StoredEvent
+    from sandbox.apiserver.records import StoredEvent
 
 
 def admitted_cpu(workload: dict[str, Any]) -> tuple[str, int] | None:

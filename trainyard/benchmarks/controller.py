@@ -27,8 +27,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the harness pulls in aiohttp and kubernetes-asyncio: only when a benchmark runs
-    from simulations.sandbox.apiserver import FakeApiServer
-    from simulations.sandbox.apiserver.records import StoredEvent
+    from sandbox.apiserver import FakeApiServer
+    from sandbox.apiserver.records import StoredEvent
 
 NAMESPACE = "bench"
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -51,7 +51,7 @@ def queue_objects(
     namespace: str, *, cpu: int, cluster_queue: str = "bench", runtime: str = "torch_distributed"
 ) -> list[dict[str, Any]]:
     """A namespace, a bundled runtime, one flavor, one ClusterQueue of ``cpu`` CPUs and its LocalQueue."""
-    from trainyard.localcluster import builtin_runtime
+    from sandbox.embedded import builtin_runtime
 
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
@@ -176,7 +176,7 @@ def per_job_writes(writes: Counter[str], jobs: int) -> dict[str, Any]:
 
 
 async def measure(jobs: int, rate: float, runtime: str = "torch_distributed") -> dict[str, Any]:
-    from trainyard.localcluster import LocalCluster
+    from sandbox.embedded import LocalCluster
 
     created_at: dict[str, float] = {}
     clock = LaunchClock(jobs)

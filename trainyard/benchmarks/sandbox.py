@@ -50,7 +50,7 @@ def scenario(jobs: int, nodes: int, load: float) -> Any:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from simulations.sandbox.compare import comparable
+    from sandbox.compare.comparison import comparable
     from simulations.scenarios import build
     from trainyard.benchmarks.calibration import calibration_seconds
     from trainyard.cli.simulate_sandbox import compare_backends

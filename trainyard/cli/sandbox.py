@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
 async def _up(args: argparse.Namespace) -> int:
     import signal
 
+    from sandbox.embedded import Sandbox
     from simulations.errors import SimulationInputError
-    from trainyard.localcluster import Sandbox
 
     try:
         sandbox = Sandbox(args.scenario, speedup=args.speedup, port=args.port, kubeconfig_out=args.kubeconfig_out)

@@ -3,7 +3,7 @@
 The scenario's cluster is loaded into a ``Sandbox`` (the sandbox API server on loopback HTTPS,
 trainyard's admission webhook registered with it, trainyard's controllers and the stand-ins for
 JobSet, Job, the binder and the kubelet). Every job is created as a TrainJob over the API;
-``simulations.sandbox.compare_driver`` plays the scenario in lockstep virtual time (or paced on
+``sandbox.compare.driver`` plays the scenario in lockstep virtual time (or paced on
 a sped-up wall clock) and plays KWOK's pod stages; the embedded simulator runs the same
 scenario; both are printed side by side with the share of jobs on which they decided the same.
 """
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from trainyard.cli.errors import UserError
 
 if TYPE_CHECKING:
+    from sandbox.compare.records import RunRecord
     from scheduler.controllers.workqueue import WorkQueue
-    from simulations.sandbox.compare_records import RunRecord
     from simulations.scenarios import BuiltScenario
 
 # The lockstep driver waits for quiescence before time moves on, so the controllers' debounce
@@ -47,8 +47,8 @@ async def run_sandbox(
     clock and the controllers keep their own debounce, so arrivals closer than it share a cycle.
     The driver plays KWOK's pod stages itself (in virtual time), so the sandbox's own are off.
     """
-    from simulations.sandbox.compare_driver import LockstepRun
-    from trainyard.localcluster import Sandbox
+    from sandbox.compare.driver import LockstepRun
+    from sandbox.embedded import Sandbox
 
     async with Sandbox(built.scenario, webhook=webhook, kwok=False, heartbeat_seconds=None, seed=seed) as sandbox:
         replica = sandbox.controllers
@@ -76,7 +76,7 @@ def compare_backends(
     built: BuiltScenario, seed: int = 1, *, speedup: float | None = None, webhook: bool = True
 ) -> dict[str, Any]:
     """Both runs of one (comparable) scenario and their comparison, as one JSON-ready dict."""
-    from simulations.sandbox.compare import compare, side_by_side, simulate_recorded
+    from sandbox.compare.comparison import compare, side_by_side, simulate_recorded
 
     _, simulated = simulate_recorded(built, seed)
     sandboxed = asyncio.run(run_sandbox(built, seed, speedup=speedup, webhook=webhook))
@@ -103,8 +103,8 @@ def compare_backends(
 
 def run(args: argparse.Namespace) -> int:
     """The `--backend sandbox` branch of `trainyard simulate`."""
+    from sandbox.compare.comparison import comparable
     from simulations.errors import SimulationInputError
-    from simulations.sandbox.compare import comparable
     from simulations.scenarios import build, resolve_scenario, with_trace
 
     if args.speedup <= 0:

@@ -29,8 +29,8 @@ from trainyard.cli.tour_cluster import TourJob
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from sandbox.embedded import LocalCluster
     from trainyard.cli.tour_watch import ClusterWatch
-    from trainyard.localcluster import LocalCluster
 
 # The plan: who submits what. How long each pod runs is chosen so that the first two gangs
 # still hold the whole fabric when the sweep and the urgent job arrive.
@@ -311,9 +311,9 @@ class Tour:
 
 
 async def tour(step_timeout: float, console: Console) -> None:
+    from sandbox.embedded import LOCAL_INFORMERS, LocalCluster
     from trainyard.cli.tour_cluster import cluster_objects
     from trainyard.cli.tour_watch import ClusterWatch
-    from trainyard.localcluster import LOCAL_INFORMERS, LocalCluster
 
     async with LocalCluster(cluster_objects()) as cluster:
         console.print(

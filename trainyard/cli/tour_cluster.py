@@ -88,7 +88,7 @@ def cluster_queue(team: str, gpus: int) -> dict[str, Any]:
 
 def cluster_objects() -> list[dict[str, Any]]:
     """Everything the API server starts with: namespaces, runtime, topology, nodes, queues."""
-    from trainyard.localcluster import builtin_runtime  # it brings the Kubernetes client: not at import
+    from sandbox.embedded import builtin_runtime  # it brings the Kubernetes client: not at import
 
     objects: list[dict[str, Any]] = [
         {

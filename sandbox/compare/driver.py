@@ -22,6 +22,11 @@ import heapq
 import time
 from collections.abc import Callable, Iterable
 
+from sandbox.apiserver import FakeApiServer
+from sandbox.apiserver.records import StoredEvent
+from sandbox.compare.inputs import trainjob_document
+from sandbox.compare.records import Decision, RunRecord, TrackedJob, amount_of, nodes_of
+from sandbox.compare.settle import Quiescence
 from scheduler.controllers.workqueue import WorkQueue
 from scheduler.kube import KubeApiError, KubeClient, patch_status
 from simulations.events import RandomStreams
@@ -33,11 +38,6 @@ from simulations.kwok import (
     simulated_pod,
 )
 from simulations.metrics import MetricsRecorder
-from simulations.sandbox.apiserver import FakeApiServer
-from simulations.sandbox.apiserver.records import StoredEvent
-from simulations.sandbox.compare_inputs import trainjob_document
-from simulations.sandbox.compare_records import Decision, RunRecord, TrackedJob, amount_of, nodes_of
-from simulations.sandbox.compare_settle import Quiescence
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
 

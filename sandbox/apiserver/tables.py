@@ -22,7 +22,7 @@ import yaml
 
 from .kinds import ResourceType
 
-CRD_DIR = Path(__file__).resolve().parents[3] / "manifests" / "crds"
+CRD_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 Column = tuple[str, str, int, Callable[[dict[str, Any]], Any]]  # name, type, priority, cell
 
 _FILTER = re.compile(r'^\?\(@\.([A-Za-z0-9_]+)\s*==\s*"([^"]*)"\)$')

@@ -2,7 +2,7 @@
 
 ``Decision`` is one thing the service (or the embedded simulator) decided about a job at a
 virtual time; ``RunRecord`` is every decision of one run with the order of admissions, which
-``simulations.sandbox.compare`` puts side by side. ``TrackedJob`` is the driver's view of one
+``sandbox.compare.comparison`` puts side by side. ``TrackedJob`` is the driver's view of one
 TrainJob in the sandbox: its Workload and pods as last committed, and whether it runs.
 """
 

@@ -1,6 +1,6 @@
 """A whole trainyard installation in one process, on loopback: for benchmarks, the demo and tests.
 
-``LocalCluster`` starts the sandbox API server (``simulations.sandbox.apiserver``), seeds it
+``LocalCluster`` starts the sandbox API server (``sandbox.apiserver``), seeds it
 with objects, writes a kubeconfig for it and opens a kubernetes-asyncio client on it; then
 ``start_controllers()`` runs trainyard's real controller service (``scheduler.controllers``)
 against it over HTTP, exactly as ``trainyard serve controller --kubeconfig`` would, and
@@ -26,18 +26,18 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client as k8s_client
 
+from sandbox.apiserver import FakeApiServer
+from sandbox.scenario_objects import scenario_objects
+from sandbox.service_webhook import WEBHOOK_SERVICE, SandboxWebhook, webhook_configurations
+from sandbox.standins import Standins
+from sandbox.standins.kwok_stages import KwokStages
 from scheduler.controllers.launcher import LauncherMode
 from scheduler.controllers.service import ControllerService, build_controller_service
 from scheduler.engine import EngineConfig
 from scheduler.engine.config import WaitForPodsReady
 from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, close_api_client, load_api_client
 from scheduler.kube.backoff import Backoff
-from simulations.sandbox.apiserver import FakeApiServer
-from simulations.sandbox.cluster import scenario_objects
-from simulations.sandbox.kwok import KwokStages
-from simulations.sandbox.standins import Standins
 from simulations.scenarios import Scenario
-from trainyard.localcluster_webhook import WEBHOOK_SERVICE, SandboxWebhook, webhook_configurations
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 
@@ -214,7 +214,7 @@ class Sandbox:
             sb.server.requests          # every request the API server served (``api_requests``)
 
     On entry it starts the API server (HTTPS with a generated CA, bearer token), seeds the
-    scenario's Namespaces, Nodes, Kueue objects and KWOK Stages (``simulations.sandbox.cluster``,
+    scenario's Namespaces, Nodes, Kueue objects and KWOK Stages (``sandbox.scenario_objects``,
     default: the small ``sandbox`` scenario) and the bundled ClusterTrainingRuntimes, starts
     trainyard's admission webhook (the real ``webhooks`` app over HTTPS, fed by informers on the
     sandbox) and registers it with manifests/webhook's configurations, then runs trainyard's

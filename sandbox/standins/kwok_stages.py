@@ -36,9 +36,9 @@ from scheduler.controllers.runtime import Controller, ReconcileResult
 from scheduler.kube import Informer, InformerSettings, KubeApiError, KubeClient, patch_status
 from simulations.kwok import KWOK_NODE_ANNOTATION, Stage
 
-from .standins.conditions import now_text
-from .standins.keys import object_key, reconciled, split_key, standin_queue
-from .standins.standins import fast_informers
+from .conditions import now_text
+from .keys import object_key, reconciled, split_key, standin_queue
+from .standins import fast_informers
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox.compare.records import Decision, RunRecord
 from simulations.engine_driver import Admitted, Removed
 from simulations.errors import SimulationInputError
-from simulations.sandbox.compare_records import Decision, RunRecord
 from simulations.scenarios import IMMEDIATE_STAGES_DIR, BuiltScenario, Scenario
 from simulations.simulator import Simulation, SimulationResult
 

@@ -14,8 +14,8 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 
+from sandbox.apiserver import FakeApiServer
 from scheduler.controllers.workqueue import WorkQueue
-from simulations.sandbox.apiserver import FakeApiServer
 
 SETTLE_POLL = 0.005  # seconds between quiescence checks
 # ...and event-loop iterations between them. A watch event crosses several iterations (the
