@@ -34,6 +34,8 @@ from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, HOSTNAME_LABEL,
 from simulations.errors import SimulationInputError
 from simulations.workloads import JobSpec
 
+# the trace as published, shipped with the project (its README names the source and the terms)
+BUNDLED_OPENB_DIR = Path(__file__).resolve().parents[1] / "data" / "alibaba-openb-2023"
 NODES_FILE = "openb_node_list_gpu_node.csv"
 PODS_FILE = "openb_pod_list_default.csv"
 OPENB_TEAM = "openb"

@@ -25,10 +25,8 @@ from simulations.cluster import (
 from simulations.errors import SimulationInputError
 from simulations.events import Event, EventKind, EventQueue, RandomStreams
 from simulations.kwok import KWOK_NODE_ANNOTATION
-from simulations.traces import read_job_csv, read_openb
+from simulations.traces import BUNDLED_OPENB_DIR, read_job_csv, read_openb
 from simulations.workloads import SyntheticWorkload
-
-OPENB = Path(__file__).resolve().parents[3] / "shared" / "traces" / "alibaba-openb-2023"
 
 
 def test_event_queue_is_stable_for_equal_times() -> None:
@@ -134,7 +132,7 @@ def test_job_csv_missing_column_is_named(tmp_path: Path) -> None:
 
 
 def test_openb_reader_keeps_the_published_shape() -> None:
-    trace = read_openb(OPENB)
+    trace = read_openb(BUNDLED_OPENB_DIR)
     assert len(trace.nodes) == 1213
     assert trace.gpu_count == 6212
     assert len(trace.jobs) == 8152

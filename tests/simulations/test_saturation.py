@@ -13,6 +13,7 @@ from simulations.saturation import POLICIES, run_saturation
 from simulations.saturation_report import saturation_table, write_saturation_plot
 from simulations.scenarios import BUILTIN, build, with_trace
 from simulations.simulator import Simulation
+from simulations.traces import BUNDLED_OPENB_DIR
 from trainyard.cli.main import main
 
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"
@@ -114,9 +115,31 @@ def test_cli_saturation_refusals(
     assert "Traceback" not in err
 
 
-def test_cli_saturation_needs_the_trace_directory(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--mode", "saturation"]) == 2
-    assert "--trace DIR" in capsys.readouterr().err
+def test_cli_saturation_needs_the_trace_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--mode", "saturation", "--trace", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert "--trace DIR" in err
+    assert "Traceback" not in err
+
+
+def test_cli_trace_alone_replays_the_trace_shipped_with_the_project(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--trace` without a value (and saturation mode without --trace) reads simulations/data: a
+    fresh clone with no sibling folders simulates the real trace."""
+    assert main(["simulate", "--trace", "--mode", "saturation", "--compare", "first-fit", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["pods"], report["gpus"], report["nodes"]) == (8152, 6212, 1213)
+    assert Path(report["trace"]).resolve() == BUNDLED_OPENB_DIR
+
+
+def test_the_shipped_trace_names_its_source_and_terms() -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert BUNDLED_OPENB_DIR.is_relative_to(root / "simulations")
+    readme = (BUNDLED_OPENB_DIR / "README.md").read_text(encoding="utf-8")
+    for words in ("alibaba/clusterdata", "cluster-trace-gpu-v2023", "ATC '23", "research or study"):
+        assert words in readme, words
+    sizes = [path.stat().st_size for path in BUNDLED_OPENB_DIR.glob("*.csv")]
+    assert len(sizes) == 2
+    assert sum(sizes) < 1_000_000  # sane for git: data shipped as plain files, not a large blob
 
 
 def test_timeline_replay_explains_a_pod_that_only_another_flavor_could_hold(tmp_path: Path) -> None:
@@ -148,12 +171,9 @@ def test_timeline_replay_explains_a_pod_that_only_another_flavor_could_hold(tmp_
     assert "window" not in result.summary  # a trace replay has no warm-up
 
 
-OPENB = Path(__file__).resolve().parents[3] / "shared" / "traces" / "alibaba-openb-2023"
-
-
 def test_on_the_openb_trace_packing_allocates_more_than_random_before_the_first_refusal() -> None:
     """The published ordering (FGD, ATC'23) on the real trace: random placement strands GPUs early."""
-    report = run_saturation(OPENB, ["trainyard", "first-fit", "random"], seed=1)
+    report = run_saturation(BUNDLED_OPENB_DIR, ["trainyard", "first-fit", "random"], seed=1)
     rows = {row["policy"]: row for row in report["policies"]}
     assert (report["pods"], report["gpus"]) == (8152, 6212)
     random = rows["random"]["allocation_ratio_at_first_refusal"]

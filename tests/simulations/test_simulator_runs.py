@@ -24,10 +24,10 @@ from simulations.scenarios import (
     with_trace,
 )
 from simulations.simulator import Simulation, SimulationResult
+from simulations.traces import BUNDLED_OPENB_DIR
 from simulations.workloads import JobSpec, SyntheticWorkload, TeamLoad
 from trainyard.cli.main import main
 
-OPENB = Path(__file__).resolve().parents[3] / "shared" / "traces" / "alibaba-openb-2023"
 SMALL = ClusterSpec(zones=1, spines_per_zone=2, blocks_per_spine=2, nodes_per_block=8)  # 32 nodes, 256 GPUs
 
 
@@ -110,7 +110,7 @@ def test_kueue_perf_shape_runs_without_nodes() -> None:
 
 
 def test_openb_slice_replays_on_its_own_nodes() -> None:
-    scenario = with_trace(BUILTIN["gpu-1k"], OPENB)
+    scenario = with_trace(BUILTIN["gpu-1k"], BUNDLED_OPENB_DIR)
     built = build(scenario)
     assert len(built.nodes) == 1213
     jobs = built.jobs(None)  # type: ignore[arg-type]

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from simulations.scenarios import Scenario
 
 
+# what `--trace` given without a value stands for (resolved in run: the CLI imports stay cheap);
+# a Path, since argparse would pass a string const through ``type``
+BUNDLED_TRACE = Path("<the bundled openb trace>")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario",
@@ -26,8 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace",
         type=Path,
+        nargs="?",
+        const=BUNDLED_TRACE,
+        metavar="FILE|DIR",
         help="replay a trace instead of the scenario's workload: a job CSV (on the scenario's cluster) "
-        "or the openb directory (on its own 1,213 nodes)",
+        "or the openb directory (on its own 1,213 nodes); --trace alone: the openb trace shipped in "
+        "simulations/data/alibaba-openb-2023",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for every random stream (default 1)")
     parser.add_argument("--out", type=Path, help="write summary.json and PNG plots into this directory")
@@ -42,8 +51,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--mode",
         choices=("timeline", "saturation"),
         default="timeline",
-        help="timeline (default): arrivals and departures over virtual time; saturation: with --trace DIR "
-        "(openb), pods in creation order that never leave, until and past the first refusal (FGD, ATC'23)",
+        help="timeline (default): arrivals and departures over virtual time; saturation: the openb trace "
+        "(--trace DIR, default the bundled one), pods in creation order that never leave, until and past "
+        "the first refusal (FGD, ATC'23)",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     parser.add_argument(
@@ -75,6 +85,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from simulations.errors import SimulationInputError
+
+    if args.trace == BUNDLED_TRACE or (args.trace is None and args.mode == "saturation"):
+        from simulations.traces.openb import BUNDLED_OPENB_DIR
+
+        args.trace = BUNDLED_OPENB_DIR
 
     if args.backend == "sandbox":
         from trainyard.cli import simulate_sandbox
