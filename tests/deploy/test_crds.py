@@ -22,8 +22,7 @@ from crd_schemas import (
     structural_problems,
 )
 from kustomize_support import build
-
-UPSTREAM = ROOT.parent / "shared" / "upstream"
+from upstream.anchors import UPSTREAM, needs_upstream
 
 EXPECTED_KINDS = {
     # (group, version, kind, plural, scope, has status)
@@ -197,7 +196,7 @@ def upstream_documents() -> list[tuple[str, int, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.skipif(not UPSTREAM.is_dir(), reason="shared/upstream is not on this machine")
+@needs_upstream
 def test_every_upstream_document_of_a_served_kind_validates(crds: list[dict[str, Any]]) -> None:
     served = served_versions(crds)
     checked: Counter[str] = Counter()
@@ -221,7 +220,7 @@ def test_every_upstream_document_of_a_served_kind_validates(crds: list[dict[str,
         assert checked[kind] >= minimum, f"only {checked[kind]} upstream {kind} documents were checked"
 
 
-@pytest.mark.skipif(not UPSTREAM.is_dir(), reason="shared/upstream is not on this machine")
+@needs_upstream
 def test_kueue_v1beta1_documents_are_not_served(crds: list[dict[str, Any]]) -> None:
     served = served_versions(crds)
     old = [d for _, _, d in upstream_documents() if d["apiVersion"] == "kueue.x-k8s.io/v1beta1"]

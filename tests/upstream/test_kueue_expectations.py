@@ -1,4 +1,4 @@
-"""Every file of Kueue's own examples (../shared/upstream/kueue*/) through `trainyard admit`.
+"""Every file of Kueue's own examples (kueue*/ of the upstream folder, ``anchors.py``) through `trainyard admit`.
 
 The expectation table ``kueue_expectations.yaml`` has one entry per file: ``{file, command: admit,
 with, expect, contains, figures, why}``. ``with`` lists the sample's documented setup files, given
@@ -12,21 +12,20 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from anchors import UPSTREAM, needs_upstream
 
 from trainyard.cli.main import main
 
-UPSTREAM = Path(os.environ.get("TRAINYARD_UPSTREAM", Path(__file__).resolve().parents[3] / "shared" / "upstream"))
 TABLE = Path(__file__).parent / "kueue_expectations.yaml"
 KUEUE_DIRS = ("kueue", "kueue@v0.14.8", "kueue@v0.13.10")
 STATUSES = ("Admitted", "QuotaReserved", "Pending", "Inadmissible", "Deactivated")
 
-pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream examples not found at {UPSTREAM}")
+pytestmark = needs_upstream
 
 
 def load_table() -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Every file of the anchors' own examples (../shared/upstream) through the command that fits it.
+"""Every file of the anchors' own examples (the upstream folder, ``anchors.py``) through the command that fits it.
 
 Each file has one entry in an expectation table kept next to this test:
 ``trainer_expectations.yaml`` (trainer/, jobset/, training-operator@release-1.9/) and the Kueue
@@ -23,17 +23,16 @@ import contextlib
 import functools
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from anchors import UPSTREAM, needs_upstream
 
 from runtimes.runtime_validation import validate_jobset_spec
 from trainyard.cli.main import main
 
-UPSTREAM = Path(os.environ.get("TRAINYARD_UPSTREAM", Path(__file__).resolve().parents[3] / "shared" / "upstream"))
 HERE = Path(__file__).parent
 TRAINER_TABLE = HERE / "trainer_expectations.yaml"
 KUEUE_TABLE = HERE / "kueue_expectations.yaml"
@@ -42,7 +41,7 @@ TRAINER_DIRS = ("trainer", "jobset", "training-operator@release-1.9")
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 
-pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream examples not found at {UPSTREAM}")
+pytestmark = needs_upstream
 
 
 def load_table(path: Path) -> list[dict[str, Any]]:
