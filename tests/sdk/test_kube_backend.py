@@ -330,3 +330,46 @@ async def test_logs_against_the_fake_server_name_the_missing_endpoint(client: Tr
     await add_pod(kube, node_pod(name, 0, "Running"))
     with pytest.raises(ValueError, match=r"reading the log of pod .* container 'node': not found"):
         await call(lambda: list(client.get_job_logs(name)))
+
+
+async def test_logs_of_a_pod_on_a_simulated_node_say_so_in_one_line(client: TrainerClient, kube: KubeClient) -> None:
+    """KWOK's fake kubelet runs no container: no log on a real KWOK cluster either, and no error."""
+    await kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "gpu-node-7", "annotations": {"kwok.x-k8s.io/node": "fake"}},
+        }
+    )
+    name = await call(client.train, runtime="plain-python", trainer=CustomTrainer(func=say_hello))
+    pod = node_pod(name, 0, "Running")
+    pod["spec"]["nodeName"] = "gpu-node-7"
+    await add_pod(kube, pod)
+    lines = await call(lambda: list(client.get_job_logs(name)))
+    assert lines == [
+        f"(no log: pod {name}-node-0-0-abcde runs on simulated node gpu-node-7 (kwok.x-k8s.io/node=fake), "
+        "where no container runs)"
+    ]
+
+
+async def test_a_client_left_open_is_closed_at_exit_without_warnings(fake_api: FakeApi, kube: KubeClient) -> None:
+    """A script that never calls close() (nor uses ``with``) exits quietly: no unclosed session."""
+    script = (
+        "import gc, warnings\n"
+        "warnings.simplefilter('always')\n"
+        "from trainyard.sdk import KubernetesBackendConfig, TrainerClient\n"
+        f"client = TrainerClient(KubernetesBackendConfig(kubeconfig={str(fake_api.kubeconfig)!r}))\n"
+        "print(sorted(r.name for r in client.list_runtimes()))\n"
+    )
+    ran = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-X", "dev", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "['plain-python', 'torch-distributed']"
+    assert "Unclosed" not in ran.stderr, ran.stderr
+    assert "ResourceWarning" not in ran.stderr, ran.stderr

@@ -11,7 +11,13 @@ works the same from a script and from a notebook whose loop is already running.
   function travels inside the trainer command, written to a file by ``bash -c``), with the
   ``kueue.x-k8s.io/queue-name`` label when a queue is configured;
 - status from the TrainJob's conditions, steps from its pods (label
-  ``jobset.sigs.k8s.io/jobset-name``), logs from ``pods/{name}/log``.
+  ``jobset.sigs.k8s.io/jobset-name``), logs from ``pods/{name}/log``; a pod on a simulated node
+  (KWOK's ``kwok.x-k8s.io/node: fake``) has no container and no log, on a real KWOK cluster as in
+  the sandbox, so its step yields one line that says so instead of an error.
+
+The backend closes its connections and its loop when ``close()`` is called, when the client is
+used as a context manager, and otherwise when it is garbage collected or the interpreter exits
+(so a script that forgets ``close()`` leaves no "Unclosed client session" behind).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import asyncio
 import secrets
 import shlex
 import threading
+import weakref
 from collections.abc import AsyncGenerator, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -43,6 +50,8 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # Where a CustomTrainer's function is written inside the trainer container (a writable place
 # even under a read-only root filesystem).
 SCRIPT_DIR = PurePosixPath("/tmp/trainyard")
+# The annotation KWOK manages fake Nodes by (its --manage-nodes-with-annotation-selector).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 
 
 @dataclass
@@ -76,19 +85,49 @@ def trainer_command(launcher: list[str], script: PurePosixPath, source: str) -> 
     return ["bash", "-c", script_text]
 
 
+class _LoopThread:
+    """The backend's loop, its thread and its API client: what closing releases. Kept apart from
+    the backend so that a finalizer can close them without keeping the backend alive."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="trainyard-sdk-kube", daemon=True)
+        self.thread.start()
+        self.api_client: ApiClient | None = None
+        self.closed = False
+
+    def close(self) -> None:
+        if self.closed or threading.current_thread() is self.thread:
+            return  # a finalizer run on the loop's own thread cannot wait for that loop
+        self.closed = True
+        if self.api_client is not None:
+            asyncio.run_coroutine_threadsafe(close_api_client(self.api_client), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
 class KubernetesBackend:
-    """``runtimes.sdk.backend.TrainingBackend`` over the Kubernetes API. Call ``close()`` (or use
-    ``trainyard.sdk.TrainerClient`` as a context manager) to stop its loop and connections."""
+    """``runtimes.sdk.backend.TrainingBackend`` over the Kubernetes API. ``close()`` (or
+    ``trainyard.sdk.TrainerClient`` as a context manager) stops its loop and connections; a
+    backend left open is closed when collected or at interpreter exit."""
 
     def __init__(self, config: KubernetesBackendConfig | None = None) -> None:
         self.config = config or KubernetesBackendConfig()
         self.namespace = self.config.namespace
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="trainyard-sdk-kube", daemon=True)
-        self._thread.start()
-        self._api_client: ApiClient | None = None
+        self._resources = _LoopThread()
+        self._loop = self._resources.loop
+        # weakref.finalize also runs at interpreter exit (before daemon threads are stopped)
+        self._finalizer = weakref.finalize(self, self._resources.close)
         self._client: KubeClient | None = None
-        self._closed = False
+
+    @property
+    def _closed(self) -> bool:
+        return self._resources.closed
+
+    @property
+    def _api_client(self) -> ApiClient | None:
+        return self._resources.api_client
 
     # ------------------------------------------------------------------ plumbing
 
@@ -102,21 +141,14 @@ class KubernetesBackend:
         if self._client is None:
             kubeconfig = Path(self.config.kubeconfig).expanduser() if self.config.kubeconfig is not None else None
             try:
-                self._api_client = await load_api_client(kubeconfig, context=self.config.context)
+                self._resources.api_client = await load_api_client(kubeconfig, context=self.config.context)
             except KubeError as error:
                 raise ValueError(str(error)) from None
-            self._client = KubeClient(self._api_client, request_timeout=self.config.request_timeout)
+            self._client = KubeClient(self._resources.api_client, request_timeout=self.config.request_timeout)
         return self._client
 
     def close(self) -> None:
-        if self._closed:
-            return
-        if self._api_client is not None:
-            asyncio.run_coroutine_threadsafe(close_api_client(self._api_client), self._loop).result()
-        self._closed = True
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        self._finalizer()
 
     def _failure(self, doing: str, error: KubeApiError) -> Exception:
         if error.status == 404:
@@ -258,7 +290,29 @@ class KubernetesBackend:
 
     # ------------------------------------------------------------------ logs
 
+    async def _simulated_node(self, pod: str) -> str | None:
+        """The simulated (KWOK) node ``pod`` is bound to, or None (a real node, or not bound yet)."""
+        kube = await self._kube()
+        try:
+            document = await kube.get("Pod", pod, self.namespace)
+            node_name = (document.get("spec") or {}).get("nodeName")
+            if not node_name:
+                return None
+            node = await kube.get("Node", node_name)
+        except KubeApiError:
+            return None  # unreadable: the log request itself says what is wrong
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        return str(node_name) if annotations.get(KWOK_NODE_ANNOTATION) == "fake" else None
+
     async def _log_lines(self, pod: str, container: str, follow: bool) -> AsyncGenerator[str, None]:
+        simulated = await self._simulated_node(pod)
+        if simulated is not None:
+            # KWOK's fake kubelet starts no container: a real KWOK cluster has no log to give either
+            yield (
+                f"(no log: pod {pod} runs on simulated node {simulated} ({KWOK_NODE_ANNOTATION}=fake), "
+                "where no container runs)"
+            )
+            return
         await self._kube()
         assert self._api_client is not None
         query = [("container", container)]
