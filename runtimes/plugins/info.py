@@ -20,7 +20,7 @@ from runtimes.api.trainer import (
     TrainJob,
 )
 from runtimes.plugins.framework import PodSetInfo, RuntimeInfo
-from runtimes.plugins.patches import pod_template_override_as_patch, strategic_merge
+from runtimes.plugins.patches import StrategicMerge, pod_template_override_as_patch
 from runtimes.plugins.podspec import find_container, merge_resources
 
 
@@ -43,15 +43,16 @@ def merged_template(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> dict[str
     template.setdefault("metadata", {})
     template.setdefault("spec", {})
     existing = {job.get("name") for job in template["spec"].get("replicatedJobs") or []}
+    # One working copy for every patch: the merge is linear in the patches, however many there are.
+    merge = StrategicMerge(template)
     for spec_override in trainjob.spec.pod_spec_overrides or []:
         # v2.0's podSpecOverrides: the same merge as v2.1's podTemplateOverrides, on the pod spec only.
         targets = [target.name for target in spec_override.target_jobs if target.name in existing]
-        patch = pod_template_override_as_patch({"spec": spec_override.pod_spec()}, targets)
-        template = strategic_merge(template, patch)
+        merge.apply(pod_template_override_as_patch({"spec": spec_override.pod_spec()}, targets))
     for override in trainjob.spec.pod_template_overrides or []:
         # Overrides naming a job the runtime lacks are a validation error; never invent a job.
         targets = [target.name for target in override.target_jobs if target.name in existing]
-        template = strategic_merge(template, pod_template_override_as_patch(override.to_dict(), targets))
+        merge.apply(pod_template_override_as_patch(override.to_dict(), targets))
     for runtime_patch in trainjob.spec.runtime_patches or []:
         spec_patch = runtime_patch.training_runtime_spec
         if spec_patch is None or spec_patch.template is None:
@@ -60,8 +61,9 @@ def merged_template(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> dict[str
         jobs = (patch.get("spec") or {}).get("replicatedJobs")
         if jobs:
             patch["spec"]["replicatedJobs"] = [job for job in jobs if job.get("name") in existing]
-        template = strategic_merge(template, patch)
-    return template
+        merge.apply(patch)
+    merged: dict[str, Any] = merge.document
+    return merged
 
 
 def build_runtime_info(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> RuntimeInfo:
