@@ -7,15 +7,16 @@ start ``FakeApiServer`` (or ``start_fake_api``) directly: the benchmarks and the
 from .errors import ApiError
 from .faults import Faults
 from .kinds import RESOURCE_TYPES, Registry, ResourceType
-from .server import DEFAULT_TOKEN, FakeApiServer, RecordedRequest, start_fake_api
+from .server import NEW_TOKEN, FakeApiServer, NewToken, RecordedRequest, start_fake_api
 from .store import Store
 
 __all__ = [
-    "DEFAULT_TOKEN",
+    "NEW_TOKEN",
     "RESOURCE_TYPES",
     "ApiError",
     "FakeApiServer",
     "Faults",
+    "NewToken",
     "RecordedRequest",
     "Registry",
     "ResourceType",

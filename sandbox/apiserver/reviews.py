@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from .errors import ApiError
-from .server import FakeApiServer
+from .server import FakeApiServer, bearer_matches
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
@@ -127,7 +127,7 @@ class ReviewingApiServer(FakeApiServer):
         path = request.path.rstrip("/")
         if request.method != "POST" or path not in (TOKEN_REVIEWS, ACCESS_REVIEWS):
             return await super()._serve(request)
-        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
+        if self.token is not None and not bearer_matches(request.headers.get("Authorization"), self.token):
             raise ApiError(401, "Unauthorized")
         try:
             body = await request.json()

@@ -12,6 +12,8 @@ bearer token written into the kubeconfig, so a client that loses its credentials
 from __future__ import annotations
 
 import base64
+import hmac
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +38,19 @@ from .tls import ServingCertificates
 from .tls import generate as generate_certificates
 from .watch_streams import serve_watch, truthy
 
-DEFAULT_TOKEN = "trainyard-fake-token"
+
+class NewToken:
+    """The default token: one drawn for each server (``secrets.token_urlsafe``), never the same twice."""
+
+
+NEW_TOKEN = NewToken()
+
+
+def bearer_matches(header: str | None, token: str) -> bool:
+    """Whether an Authorization header carries ``token``, compared in constant time."""
+    return hmac.compare_digest((header or "").encode("utf-8", "surrogateescape"), f"Bearer {token}".encode())
+
+
 SEED_NAMESPACES = ("default", "kube-system")
 
 
@@ -74,7 +88,7 @@ class FakeApiServer:
         registry: Registry | None = None,
         history_limit: int = DEFAULT_HISTORY,
         collect_dangling: bool = False,
-        token: str | None = DEFAULT_TOKEN,
+        token: str | NewToken | None = NEW_TOKEN,
         host: str = "127.0.0.1",
         port: int = 0,
         tls: bool = False,
@@ -87,7 +101,7 @@ class FakeApiServer:
         # admission webhooks from the stored Mutating/ValidatingWebhookConfigurations; register
         # Service addresses in ``admission.services``
         self.admission = Admission(self.store, self.registry)
-        self.token = token
+        self.token = secrets.token_urlsafe(32) if isinstance(token, NewToken) else token
         self.host = host
         self.port = port
         # tls: serve HTTPS with a CA generated now; its PEM goes into the kubeconfig
@@ -180,7 +194,7 @@ class FakeApiServer:
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         """Authenticate, answer discovery, record the request, inject faults, then serve the verb."""
-        if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
+        if self.token is not None and not bearer_matches(request.headers.get("Authorization"), self.token):
             raise ApiError(401, "Unauthorized")
         path = request.path.rstrip("/") or "/"
         found = discovery_document(self.registry, path) if request.method == "GET" else None
@@ -284,4 +298,4 @@ async def start_fake_api(**kwargs: Any) -> FakeApiServer:
     return server
 
 
-__all__ = ["DEFAULT_TOKEN", "FakeApiServer", "RecordedRequest", "start_fake_api"]
+__all__ = ["NEW_TOKEN", "FakeApiServer", "NewToken", "RecordedRequest", "bearer_matches", "start_fake_api"]
