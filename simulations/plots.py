@@ -5,6 +5,7 @@ A steady-state run shades its warm-up on every time axis: the figures in the rep
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,8 +33,31 @@ def _save(figure: Any, path: Path, written: list[Path]) -> None:
     written.append(path)
 
 
+def write_series(result: SimulationResult, out: Path) -> Path:
+    """series.json in ``out``: what the plots draw, as data (the dashboard draws it in a browser)."""
+    samples = result.samples
+    queues = sorted({q for s in samples for q in s.pending})
+    data = {
+        "scenario": result.scenario,
+        "seed": result.seed,
+        "unit": result.summary.get("unit"),
+        "capacity": result.summary.get("capacity"),
+        "warmup_hours": (result.summary.get("window") or {}).get("warmup_seconds", 0) / 3600.0,
+        "hours": _hours(result),
+        "allocated": [s.allocated for s in samples],
+        "fragmented": [s.fragmented for s in samples],
+        "pending": {queue: [s.pending.get(queue, 0) for s in samples] for queue in queues},
+        "wait_seconds": {queue: sorted(waits) for queue, waits in sorted(result.wait_times.items())},
+        "placement": result.summary.get("placement"),
+    }
+    path = out / "series.json"
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    return path
+
+
 def write_plots(result: SimulationResult, out: Path) -> list[Path]:
-    """allocation.png, borrowing.png, queue_length.png, wait_cdf.png and placement_tiers.png in ``out``."""
+    """allocation.png, borrowing.png, queue_length.png, wait_cdf.png and placement_tiers.png in
+    ``out``, and series.json beside them (``write_series``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,6 +76,7 @@ def write_plots(result: SimulationResult, out: Path) -> list[Path]:
         figure, axis = plt.subplots(figsize=(8, 4))
         draw(result, axis)
         _save(figure, out / name, written)
+    write_series(result, out)
     return written
 
 

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trainyard.cli.sandbox",
         "sandbox up: the whole service on a local sandbox cluster (HTTPS, KWOK nodes)",
     ),
+    "dashboard": ("trainyard.cli.dashboard", "the web dashboard: queues, jobs, GPU topology, simulations, live"),
 }
 
 

@@ -42,6 +42,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _source_flags(parser)
     _visibility_flags(parser)
     _controller_flags(parser)
+    _dashboard_flags(parser)
+
+
+def _dashboard_flags(parser: argparse.ArgumentParser) -> None:
+    dashboard = parser.add_argument_group("dashboard (with the controllers)")
+    dashboard.add_argument(
+        "--dashboard-port",
+        type=int,
+        metavar="N",
+        help="serve the web dashboard (HTTP) on this port from the controllers' cache and engine (default: off)",
+    )
+    dashboard.add_argument(
+        "--dashboard-host",
+        default="127.0.0.1",
+        help="address of the dashboard (default 127.0.0.1; in a Pod 0.0.0.0 behind the cluster's authenticating proxy)",
+    )
+    dashboard.add_argument(
+        "--dashboard-allow-set-quota",
+        action="store_true",
+        help="let the dashboard change ClusterQueue quotas (checked as `trainyard queues set-quota`)",
+    )
 
 
 def _tls_flags(parser: argparse.ArgumentParser) -> None:
@@ -165,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--context needs --kubeconfig PATH")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port} is not a TCP port; use 1-65535 (0 picks a free one)")
+    if args.dashboard_port is not None and not 0 <= args.dashboard_port <= 65535:
+        raise UserError(f"--dashboard-port {args.dashboard_port} is not a TCP port; use 1-65535 (0 picks a free one)")
     if args.requestheader_allowed_names is not None and args.requestheader_client_ca_file is None:
         raise UserError("--requestheader-allowed-names needs --requestheader-client-ca-file FILE")
     from trainyard.cli.serve_webhook import serve_webhook

@@ -21,6 +21,7 @@ from trainyard.cli.serve_cluster import ClusterFeed, Controllers, stop_on_signal
 if TYPE_CHECKING:
     import ssl
 
+    from dashboard import DashboardServer
     from webhooks.objects import ObjectCache
     from webhooks.tls import CertificateReloader
     from webhooks.visibility import VisibilityService
@@ -126,6 +127,22 @@ async def visibility_service(
     return VisibilityService(controllers.service.queue.queue, guard)
 
 
+async def serve_dashboard(args: argparse.Namespace, controllers: Controllers | None) -> DashboardServer | None:
+    """The web dashboard beside the webhook, from the controllers' cache and engine (--dashboard-port)."""
+    if args.dashboard_port is None:
+        return None
+    if controllers is None:
+        raise UserError("--dashboard-port needs the controllers: run `trainyard serve` against a cluster")
+    from trainyard.cli.dashboard import cluster_quota_writer, controller_dashboard, start_server
+
+    cache = controllers.service.manager.cache
+    writer = cluster_quota_writer(args.kubeconfig, args.context, cache) if args.dashboard_allow_set_quota else None
+    data = controller_dashboard(
+        controllers.service, controllers.api_client, f"trainyard serve ({controllers.source})", writer
+    )
+    return await start_server(data, args.dashboard_host, args.dashboard_port, "trainyard serve")
+
+
 async def serve_webhook(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -152,6 +169,7 @@ async def serve_webhook(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         stop = asyncio.Event()
+        dashboard = None
         try:
             with stop_on_signals(stop):
                 try:
@@ -159,6 +177,7 @@ async def serve_webhook(args: argparse.Namespace) -> int:
                 except OSError as error:
                     raise UserError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
                 print(f"trainyard serve: admission webhook on https://{args.host}:{server.port}", file=sys.stderr)
+                dashboard = await serve_dashboard(args, controllers)
                 for part in (feed, controllers):
                     if part is not None:
                         part.start(stop)
@@ -166,6 +185,8 @@ async def serve_webhook(args: argparse.Namespace) -> int:
                 return max((part.exit_code() for part in (feed, controllers) if part is not None), default=0)
         finally:
             print("trainyard serve: shutting down", file=sys.stderr)
+            if dashboard is not None:
+                await dashboard.stop()
             if controllers is not None:
                 await controllers.close()
             if feed is not None:

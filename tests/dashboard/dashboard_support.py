@@ -1,0 +1,92 @@
+"""Helpers for the dashboard's tests: a real headless Chromium, screenshots, TrainJobs, polling.
+
+The browser is Debian's chromium driven by Playwright (``make install`` installs chromium; the
+pinned playwright package never downloads a browser of its own). Screenshots of each page at
+1440×900 go to docs/screenshots/, which the README links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import Page, async_playwright
+
+from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+VIEWPORT = {"width": 1440, "height": 900}
+GPU = "nvidia.com/gpu"
+
+
+@contextlib.asynccontextmanager
+async def browser_page() -> AsyncIterator[Page]:
+    assert CHROMIUM.is_file(), f"{CHROMIUM} is missing: `make install` installs Debian's chromium"
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = await browser.new_context(viewport=VIEWPORT)
+            page = await context.new_page()
+            page.set_default_timeout(20_000)
+            yield page
+            await context.close()
+        finally:
+            await browser.close()
+
+
+async def screenshot(page: Page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    await page.screenshot(path=str(path))
+    return path
+
+
+def trainjob(name: str, *, namespace: str = "team-a", nodes: int = 2, gpus: int = 8, run: str = "1h") -> dict[str, Any]:
+    """A TrainJob on the bundled torch runtime whose KWOK pods run for ``run``."""
+    per_node = {"cpu": "8", GPU: str(gpus)}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "default"}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": per_node, "limits": {GPU: str(gpus)}}},
+            "podTemplateOverrides": [
+                {
+                    "targetJobs": [{"name": "node"}],
+                    "metadata": {
+                        "annotations": {POD_COMPLETE_DELAY_ANNOTATION: run, POD_COMPLETE_JITTER_ANNOTATION: run}
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def eventually(check: Callable[[], Any], *, timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``check`` (sync or async) until it returns something truthy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last: Any = None
+    while loop.time() < deadline:
+        last = check()
+        if asyncio.iscoroutine(last):
+            last = await last
+        if last:
+            return last
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
