@@ -10,7 +10,15 @@ NATIVE_SOURCES := $(wildcard scheduler/engine/*.py scheduler/topology/*.py) sche
 
 .PHONY: install demo test lint types contracts pytest bench clean
 
-install: $(STAMP) $(NATIVE)
+# The dashboard's browser tests drive Debian's chromium through Playwright (pinned in the dev
+# extra); apt installs it where it is missing. Playwright's own browser download is never used.
+CHROMIUM := /usr/bin/chromium
+
+install: $(STAMP) $(NATIVE) $(CHROMIUM)
+
+$(CHROMIUM):
+	@command -v apt-get >/dev/null || { echo "make install: $(CHROMIUM) is missing and there is no apt-get: install Debian's chromium"; exit 1; }
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 # torch goes in first, pinned, so that the project's `torch>=...` range is already satisfied
 # and pip never reaches for a newer build with gigabytes of CUDA packages.

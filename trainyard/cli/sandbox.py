@@ -50,6 +50,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="divide every KWOK Stage delay by this (pods start and finish N times sooner; default 1)",
     )
     up.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the web dashboard's port on 127.0.0.1 (default: any free one; the address is printed)",
+    )
+    up.add_argument(
         "--duration",
         type=float,
         default=None,
@@ -113,6 +120,9 @@ async def _up(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             print("trainyard sandbox:      kubectl get workloads,pods -A -w", file=sys.stderr)
+            from trainyard.cli.dashboard import start_sandbox_dashboard
+
+            dashboard = await start_sandbox_dashboard(sandbox, args.dashboard_port)
             print("trainyard sandbox: Ctrl-C stops it", file=sys.stderr)
             print(path, flush=True)  # stdout: the kubeconfig path alone, for scripts
             try:
@@ -121,6 +131,7 @@ async def _up(args: argparse.Namespace) -> int:
             except TimeoutError:
                 pass
             print("trainyard sandbox: stopping", file=sys.stderr)
+            await dashboard.stop()
         finally:
             await sandbox.stop()
     finally:
