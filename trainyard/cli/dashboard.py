@@ -250,11 +250,38 @@ def files_data(paths: list[Path], *, strict: bool, quota: bool) -> DashboardData
     return data
 
 
-async def start_sandbox_dashboard(sandbox: Any, port: int) -> DashboardServer:
-    """The dashboard of `trainyard sandbox up`: the sandbox's controllers' cache and engine."""
+class SandboxDashboard:
+    """The dashboard of `trainyard sandbox up`, and what must stop with it."""
+
+    def __init__(self, server: DashboardServer, mirror: ClusterMirror | None) -> None:
+        self.server = server
+        self.mirror = mirror
+
+    async def stop(self) -> None:
+        await self.server.stop()
+        if self.mirror is not None:
+            await self.mirror.close()
+
+
+async def start_sandbox_dashboard(sandbox: Any, port: int) -> SandboxDashboard:
+    """The dashboard of a sandbox: from its controllers' cache and engine where it runs them in
+    this process (the embedded sandbox), else from its kubeconfig, as `trainyard dashboard` reads a cluster."""
     if not 0 <= port <= 65535:
         raise UserError(f"--dashboard-port {port} is not a TCP port; use 1-65535 (0 picks a free one)")
-    api_client = await sandbox.api_client()  # the sandbox closes it when it stops
-    data = controller_dashboard(sandbox.controllers.service, api_client, f"sandbox {sandbox.url}")
+    service = getattr(getattr(sandbox, "controllers", None), "service", None)
+    mirror = None
+    if service is not None:
+        api_client = await sandbox.api_client()  # the sandbox closes it when it stops
+        data = controller_dashboard(service, api_client, f"sandbox {sandbox.url}")
+    else:
+        mirror = await ClusterMirror.connect(sandbox.kubeconfig_path, None, quota=False)
+        mirror.start(asyncio.Event())
+        data = mirror.data
     data.local = local_store(None)
-    return await start_server(data, "127.0.0.1", port, "trainyard sandbox")
+    try:
+        server = await start_server(data, "127.0.0.1", port, "trainyard sandbox")
+    except UserError:
+        if mirror is not None:
+            await mirror.close()
+        raise
+    return SandboxDashboard(server, mirror)
