@@ -40,6 +40,7 @@ async def write_admitted(
     content_type: str,
     *,
     dry_run: bool,
+    manager: str | None = None,
 ) -> tuple[int, dict[str, Any], list[str]]:
     """Create, update or patch through the admission chain: (HTTP code, stored object, warnings)."""
     rtype, namespace, name = target.rtype, target.namespace, target.name
@@ -61,7 +62,9 @@ async def write_admitted(
         )
         assert admitted.obj is not None
         try:
-            written = store.update(rtype, namespace, str(name), admitted.obj, status=status, dry_run=dry_run)
+            written = store.update(
+                rtype, namespace, str(name), admitted.obj, status=status, dry_run=dry_run, manager=manager
+            )
         except ApiError as error:
             if verb == "patch" and error.code == 409 and attempt + 1 < PATCH_RETRIES:
                 continue

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import ALL_VERBS, Registry, ResourceType
+from .self_reviews import DISCOVERY as REVIEW_GROUPS
+from .self_reviews import discovery_resources as review_resources
 
 
 def version_info() -> dict[str, Any]:
@@ -24,16 +26,21 @@ def _group(name: str, versions: list[str]) -> dict[str, Any]:
     return {"name": name, "versions": entries, "preferredVersion": entries[0]}
 
 
+def _groups(registry: Registry) -> dict[str, list[str]]:
+    """Every named group served: the stored kinds' and the review groups' (create-only)."""
+    return {**registry.groups(), **{name: ["v1"] for name in REVIEW_GROUPS}}
+
+
 def group_list(registry: Registry) -> dict[str, Any]:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [_group(name, versions) for name, versions in registry.groups().items()],
+        "groups": [_group(name, versions) for name, versions in _groups(registry).items()],
     }
 
 
 def group(registry: Registry, name: str) -> dict[str, Any] | None:
-    versions = registry.groups().get(name)
+    versions = _groups(registry).get(name)
     if versions is None:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
@@ -46,6 +53,7 @@ SHORT_NAMES: dict[tuple[str, str], list[str]] = {
     ("", "Pod"): ["po"],
     ("", "Event"): ["ev"],
     ("", "ConfigMap"): ["cm"],
+    ("", "ServiceAccount"): ["sa"],
     ("kueue.x-k8s.io", "ClusterQueue"): ["cq"],
     ("kueue.x-k8s.io", "LocalQueue"): ["queue", "queues", "lq"],
     ("kueue.x-k8s.io", "ResourceFlavor"): ["flavor", "flavors", "rf"],
@@ -77,9 +85,9 @@ def _resource(t: ResourceType) -> dict[str, Any]:
 
 def resource_list(registry: Registry, group_name: str, version: str) -> dict[str, Any] | None:
     types = registry.in_group_version(group_name, version)
-    if not types:
+    resources: list[dict[str, Any]] = review_resources(group_name) if version == "v1" else []
+    if not types and not resources:
         return None
-    resources: list[dict[str, Any]] = []
     for t in types:
         resources.append(_resource(t))
         if t.status_subresource:
@@ -95,6 +103,9 @@ def resource_list(registry: Registry, group_name: str, version: str) -> dict[str
         if (t.group, t.kind) == ("", "Pod"):
             resources.append(
                 {"name": "pods/binding", "singularName": "", "namespaced": True, "kind": "Binding", "verbs": ["create"]}
+            )
+            resources.append(
+                {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]}
             )
     group_version = f"{group_name}/{version}" if group_name else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

@@ -98,6 +98,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     _core("Secret", "secrets", True, status_subresource=False, status_on_create="keep", field_selectors=("type",)),
     _core("ConfigMap", "configmaps", True, status_subresource=False, status_on_create="keep"),
+    _core("ServiceAccount", "serviceaccounts", True, status_subresource=False, status_on_create="keep"),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, status_subresource=False, custom=False),
     ResourceType("batch", "v1", "Job", "jobs", True, custom=False, field_selectors=("status.successful",)),
     ResourceType(

@@ -4,8 +4,9 @@
 server validates fields itself (the ``fieldValidation`` query parameter on each kind's PATCH
 operation, found by its ``x-kubernetes-group-version-kind``) and, when it does, leaves validation
 to the server. Without these documents kubectl refuses to write (``failed to download openapi``)
-unless told ``--validate=false``. Schemas are open (any object): this server keeps unknown fields,
-as a CRD with ``x-kubernetes-preserve-unknown-fields`` does.
+unless told ``--validate=false``. ``kubectl explain`` walks the schemas (``schemas.kind_schema``:
+the CRDs' own for custom kinds, a minimal one for built-in kinds), with ``metadata`` a reference
+to ObjectMeta as the real server publishes it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from .builtin_schemas import OBJECT_META
 from .kinds import Registry, ResourceType
+from .schemas import kind_schema
+
+OBJECT_META_NAME = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+METADATA_REF = {
+    "description": "Standard object's metadata.",
+    "default": {},
+    "allOf": [{"$ref": f"#/components/schemas/{OBJECT_META_NAME}"}],
+}
 
 
 def _gv_path(group: str, version: str) -> str:
@@ -59,7 +69,7 @@ def document(registry: Registry, group: str, version: str) -> dict[str, Any] | N
         return None
     prefix = "/" + _gv_path(group, version)
     paths: dict[str, Any] = {}
-    schemas: dict[str, Any] = {}
+    schemas: dict[str, Any] = {OBJECT_META_NAME: OBJECT_META}
     validation = [_query("fieldValidation"), _query("dryRun"), _query("fieldManager")]
     for rtype in types:
         scope = f"{prefix}/namespaces/{{namespace}}/{rtype.plural}" if rtype.namespaced else f"{prefix}/{rtype.plural}"
@@ -71,11 +81,9 @@ def document(registry: Registry, group: str, version: str) -> dict[str, Any] | N
             "delete": _operation(rtype, "delete", []),
         }
         name = ".".join(p for p in (_reverse_domain(rtype.group), rtype.version, rtype.kind) if p)
-        schemas[name] = {
-            "type": "object",
-            "x-kubernetes-preserve-unknown-fields": True,
-            "x-kubernetes-group-version-kind": _gvk(rtype),
-        }
+        schema = kind_schema(rtype)
+        properties = {**(schema.get("properties") or {}), "metadata": METADATA_REF}
+        schemas[name] = {**schema, "properties": properties, "x-kubernetes-group-version-kind": _gvk(rtype)}
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes (trainyard sandbox)", "version": "v1.33.0"},

@@ -3,7 +3,7 @@
 JSON merge patch (RFC 7386) and JSON patch (RFC 6902, through the jsonpatch library). A
 strategic merge patch is applied as a merge patch on the built-in kinds served here (none of
 their lists that this project touches need merge keys) and refused with 415 on custom
-resources, as the real server refuses it there. Server-side apply is not served.
+resources, as the real server refuses it there. Server-side apply is ``server_side_apply``'s.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def _not_found() -> ApiError:
 def _subresources(rtype: ResourceType) -> tuple[str, ...]:
     found: tuple[str, ...] = ("status",) if rtype.status_subresource else ()
     if (rtype.group, rtype.kind) == ("", "Pod"):
-        found += ("binding",)
+        found += ("binding", "log")
     return found
 
 
@@ -63,6 +63,8 @@ def request_verb(method: str, target: Target, watch: bool) -> str:
         if method != "POST":
             raise ApiError(405, f"{method} is not allowed on pods/binding", reason="MethodNotAllowed")
         return "create"
+    if target.subresource == "log" and method != "GET":
+        raise ApiError(405, f"{method} is not allowed on pods/log", reason="MethodNotAllowed")
     if method == "GET":
         if target.name is not None:
             return "get"

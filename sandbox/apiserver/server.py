@@ -28,11 +28,18 @@ from runtimes.k8s import wire
 from . import bindings, tables
 from .admission import Admission
 from .admitted_writes import OPERATIONS, warning_headers, write_admitted
+from .applied_writes import write_applied
+from .bodies import decode_body, media_type
 from .errors import ApiError
 from .faults import Faults
+from .health import health_answer, is_health_path
 from .kinds import Registry, ResourceType
+from .managed_fields import manager_of
+from .patches import APPLY
+from .pod_logs import pod_log
 from .reads import discovery_document, list_objects
 from .routes import Target, parse_target, request_verb
+from .self_reviews import answer_review, is_review_path
 from .store import DEFAULT_HISTORY, Store
 from .tls import ServingCertificates
 from .tls import generate as generate_certificates
@@ -110,6 +117,7 @@ class FakeApiServer:
         self.app = web.Application()
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner: web.AppRunner | None = None
+        self.stopping = False  # /readyz fails from the moment stop() begins
         namespaces = self.registry.by_kind("v1", "Namespace")
         for name in SEED_NAMESPACES if namespaces is not None else ():
             assert namespaces is not None
@@ -133,6 +141,7 @@ class FakeApiServer:
         return self.url
 
     async def stop(self) -> None:
+        self.stopping = True
         for subscription in list(self.store.subscriptions):
             subscription.close()
         if self._runner is not None:
@@ -188,6 +197,9 @@ class FakeApiServer:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
+            if "Authorization" not in request.headers and self._is_health(request):
+                # anyone may read the health checks (system:public-info-viewer on the real server)
+                return health_answer(request.path, request.query, lambda: self.stopping)
             return await self._serve(request)
         except ApiError as error:
             return _json(error.status(), error.code)
@@ -197,6 +209,10 @@ class FakeApiServer:
         if self.token is not None and not bearer_matches(request.headers.get("Authorization"), self.token):
             raise ApiError(401, "Unauthorized")
         path = request.path.rstrip("/") or "/"
+        if self._is_health(request):
+            return health_answer(path, request.query, lambda: self.stopping)
+        if request.method == "POST" and is_review_path(path):
+            return _json(answer_review(path, await self._body(request)), 201)
         found = discovery_document(self.registry, path) if request.method == "GET" else None
         if found is not None:
             return _json(found)
@@ -224,6 +240,8 @@ class FakeApiServer:
         return answer
 
     def _read(self, request: web.Request, verb: str, target: Target, query: Mapping[str, str]) -> web.Response:
+        if target.subresource == "log":
+            return pod_log(self.store, target, query)
         as_table = tables.wants_table(request.headers.get("Accept", ""))
         include = query.get("includeObject", "Metadata")
         if verb == "list":
@@ -263,21 +281,34 @@ class FakeApiServer:
         if verb in ("create", "update") and not isinstance(body, dict):
             raise ApiError.bad_request("the request body must be a JSON object")
         content_type = request.headers.get("Content-Type", "")
+        if verb == "patch" and media_type(content_type) == APPLY:
+            admission = self.admission if self._admitted("create", target) or self._admitted(verb, target) else None
+            code, written, warnings = await write_applied(store, admission, target, body, query, dry_run=dry_run)
+            return _json(written, code, warning_headers(warnings))
+        manager = manager_of(query, request.headers.get("User-Agent", ""))
         if self._admitted(verb, target):
             code, written, warnings = await write_admitted(
-                store, self.admission, verb, target, body, content_type, dry_run=dry_run
+                store, self.admission, verb, target, body, content_type, dry_run=dry_run, manager=manager
             )
             return _json(written, code, warning_headers(warnings))
         if verb == "create":
             return _json(store.create(rtype, namespace, body, dry_run=dry_run), 201)
         if verb == "update":
-            return _json(store.update(rtype, namespace, str(name), body, status=status, dry_run=dry_run))
-        return _json(store.patch(rtype, namespace, str(name), content_type, body, status=status, dry_run=dry_run))
+            written = store.update(rtype, namespace, str(name), body, status=status, dry_run=dry_run, manager=manager)
+            return _json(written)
+        patched = store.patch(
+            rtype, namespace, str(name), content_type, body, status=status, dry_run=dry_run, manager=manager
+        )
+        return _json(patched)
 
     def _admitted(self, verb: str, target: Target) -> bool:
         """Whether any webhook's rules match this request (cheap: most requests skip admission)."""
         operation = OPERATIONS.get(verb)
         return operation is not None and self.admission.may_call(operation, target.rtype, target.subresource)
+
+    @staticmethod
+    def _is_health(request: web.Request) -> bool:
+        return request.method == "GET" and is_health_path(request.path)
 
     @staticmethod
     async def _body(request: web.Request, *, required: bool = True) -> Any:
@@ -286,10 +317,7 @@ class FakeApiServer:
             if required:
                 raise ApiError.bad_request("the request has no body")
             return None
-        try:
-            return wire.loads(raw)
-        except ValueError as error:
-            raise ApiError.bad_request(f"the request body is not JSON: {error}") from None
+        return decode_body(raw, request.headers.get("Content-Type", ""))
 
 
 async def start_fake_api(**kwargs: Any) -> FakeApiServer:

@@ -23,6 +23,7 @@ from .collector import GarbageCollection
 from .defaults import prepare_for_create, prepare_for_update
 from .errors import ApiError
 from .kinds import ResourceType
+from .managed_fields import record_update
 from .ownership import PROPAGATION_POLICIES, OwnerIndex, default_propagation
 from .paging import Continue, ListPage, decode_continue, expired_continue, page, snapshot
 from .patches import apply_patch
@@ -136,7 +137,13 @@ class Store(GarbageCollection):
     # ------------------------------------------------------------------------- operations
 
     def create(
-        self, rtype: ResourceType, namespace: str | None, body: Mapping[str, Any], *, dry_run: bool = False
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        body: Mapping[str, Any],
+        *,
+        dry_run: bool = False,
+        applied: bool = False,  # a server-side apply's: its managedFields are kept
     ) -> dict[str, Any]:
         obj = self._envelope(rtype, body, namespace)
         metadata = obj["metadata"]
@@ -155,7 +162,7 @@ class Store(GarbageCollection):
         metadata["creationTimestamp"] = timestamp()
         metadata["generation"] = 1
         prepare_for_create(rtype, obj)
-        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", *(() if applied else ("managedFields",))):
             metadata.pop(transient, None)
         if rtype.status_on_create == "drop" and rtype.status_subresource:
             obj.pop("status", None)
@@ -223,6 +230,7 @@ class Store(GarbageCollection):
         *,
         status: bool = False,
         dry_run: bool = False,
+        manager: str | None = None,  # who writes: tracked on objects that have managedFields
     ) -> dict[str, Any]:
         if status and not rtype.status_subresource:
             raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
@@ -262,6 +270,7 @@ class Store(GarbageCollection):
             if _spec_part(updated) != _spec_part(stored):
                 metadata["generation"] = int(kept.get("generation", 1)) + 1
         prepare_for_update(rtype, updated, stored)
+        record_update(rtype, stored, updated, manager, "status" if status else "")
         if dry_run:
             return clone(updated)
         key = (namespace or "", name)
@@ -290,12 +299,13 @@ class Store(GarbageCollection):
         *,
         status: bool = False,
         dry_run: bool = False,
+        manager: str | None = None,
     ) -> dict[str, Any]:
         if status and not rtype.status_subresource:
             raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
         # the patch functions build a new object (a merge patch copies only the paths it changes)
         patched = apply_patch(rtype, content_type, self._stored(rtype, namespace, name), patch)
-        return self.update(rtype, namespace, name, patched, status=status, dry_run=dry_run)
+        return self.update(rtype, namespace, name, patched, status=status, dry_run=dry_run, manager=manager)
 
     def delete(
         self,

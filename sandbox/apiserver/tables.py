@@ -15,14 +15,11 @@ import datetime
 import re
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .crds import crd_versions
 from .kinds import ResourceType
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 Column = tuple[str, str, int, Callable[[dict[str, Any]], Any]]  # name, type, priority, cell
 
 _FILTER = re.compile(r'^\?\(@\.([A-Za-z0-9_]+)\s*==\s*"([^"]*)"\)$')
@@ -151,6 +148,26 @@ def _node_roles(node: dict[str, Any]) -> str:
     return ",".join(roles) or "<none>"
 
 
+def _readiness_gates(pod: dict[str, Any]) -> str:
+    """``READINESS GATES`` as the real printer writes it: how many of the pod's gates are True."""
+    gates = [str(g.get("conditionType")) for g in (pod.get("spec") or {}).get("readinessGates") or []]
+    if not gates:
+        return "<none>"
+    true = {str(c.get("type")) for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
+    return f"{sum(1 for gate in gates if gate in true)}/{len(gates)}"
+
+
+def _node_info(node: dict[str, Any], key: str, missing: str) -> str:
+    return str(((node.get("status") or {}).get("nodeInfo") or {}).get(key) or missing)
+
+
+def _node_address(node: dict[str, Any], kind: str) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == kind and address.get("address"):
+            return str(address["address"])
+    return "<none>"
+
+
 def _job_completions(job: dict[str, Any]) -> str:
     spec, status = job.get("spec") or {}, job.get("status") or {}
     return f"{int(status.get('succeeded') or 0)}/{spec.get('completions', 1)}"
@@ -175,14 +192,22 @@ BUILTIN: dict[tuple[str, str], list[Column]] = {
         AGE,
         ("IP", "string", 1, lambda o: (o.get("status") or {}).get("podIP") or "<none>"),
         ("Node", "string", 1, lambda o: (o.get("spec") or {}).get("nodeName") or "<none>"),
+        ("Nominated Node", "string", 1, lambda o: (o.get("status") or {}).get("nominatedNodeName") or "<none>"),
+        ("Readiness Gates", "string", 1, _readiness_gates),
     ],
     ("", "Node"): [
         NAME,
         ("Status", "string", 0, _node_status),
         ("Roles", "string", 0, _node_roles),
         AGE,
-        ("Version", "string", 0, lambda o: ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")),
+        ("Version", "string", 0, lambda o: _node_info(o, "kubeletVersion", "")),
+        ("Internal-IP", "string", 1, lambda o: _node_address(o, "InternalIP")),
+        ("External-IP", "string", 1, lambda o: _node_address(o, "ExternalIP")),
+        ("OS-Image", "string", 1, lambda o: _node_info(o, "osImage", "<unknown>")),
+        ("Kernel-Version", "string", 1, lambda o: _node_info(o, "kernelVersion", "<unknown>")),
+        ("Container-Runtime", "string", 1, lambda o: _node_info(o, "containerRuntimeVersion", "<unknown>")),
     ],
+    ("", "ServiceAccount"): [NAME, ("Secrets", "string", 0, lambda o: len(o.get("secrets") or [])), AGE],
     ("", "Event"): [
         ("Last Seen", "string", 0, _last_seen),
         ("Type", "string", 0, lambda o: o.get("type", "")),
@@ -204,24 +229,18 @@ BUILTIN: dict[tuple[str, str], list[Column]] = {
 @cache
 def _crd_columns() -> dict[tuple[str, str, str], list[Column]]:
     found: dict[tuple[str, str, str], list[Column]] = {}
-    for path in sorted(CRD_DIR.rglob("*.yaml")) if CRD_DIR.is_dir() else []:
-        for document in yaml.safe_load_all(path.read_text()):
-            if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
+    for key, version in crd_versions().items():
+        columns: list[Column] = [NAME]
+        for column in version.printer_columns:
+            path_text = str(column.get("jsonPath", ""))
+            if path_text == ".metadata.creationTimestamp":
+                columns.append(AGE)
                 continue
-            spec = document.get("spec") or {}
-            for version in spec.get("versions") or []:
-                columns: list[Column] = [NAME]
-                for column in version.get("additionalPrinterColumns") or []:
-                    path_text = str(column.get("jsonPath", ""))
-                    if path_text == ".metadata.creationTimestamp":
-                        columns.append(AGE)
-                        continue
-                    kind = "integer" if column.get("type") == "integer" else "string"
-                    columns.append((str(column["name"]), kind, int(column.get("priority", 0)), _path_cell(path_text)))
-                if AGE not in columns:
-                    columns.append(AGE)
-                key = (str(spec.get("group")), str(version.get("name")), str((spec.get("names") or {}).get("kind")))
-                found[key] = columns
+            kind = "integer" if column.get("type") == "integer" else "string"
+            columns.append((str(column["name"]), kind, int(column.get("priority", 0)), _path_cell(path_text)))
+        if AGE not in columns:
+            columns.append(AGE)
+        found[key] = columns
     return found
 
 

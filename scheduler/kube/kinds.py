@@ -54,6 +54,7 @@ KINDS: dict[str, KubeKind] = {
         KubeKind("v1", "Event", "events", True),
         KubeKind("v1", "Secret", "secrets", True),
         KubeKind("v1", "ConfigMap", "configmaps", True),
+        KubeKind("v1", "ServiceAccount", "serviceaccounts", True),
         KubeKind("coordination.k8s.io/v1", "Lease", "leases", True),
         KubeKind("batch/v1", "Job", "jobs", True),
         KubeKind(

@@ -67,7 +67,17 @@ async def test_tables_give_kubectl_get_its_columns() -> None:
         pods = await _get(sb, "/api/v1/namespaces/team-a/pods")
         assert pods["kind"] == "Table"
         names = [c["name"] for c in pods["columnDefinitions"]]
-        assert names == ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node"]
+        assert names == [
+            "Name",
+            "Ready",
+            "Status",
+            "Restarts",
+            "Age",
+            "IP",
+            "Node",
+            "Nominated Node",
+            "Readiness Gates",
+        ]
         assert {row["cells"][2] for row in pods["rows"]} == {"Completed"}
         assert pods["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
         workloads = await _get(sb, "/apis/kueue.x-k8s.io/v1beta2/workloads")

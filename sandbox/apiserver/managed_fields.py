@@ -1,0 +1,149 @@
+"""``metadata.managedFields``: which field manager owns which fields of an object.
+
+Entries are ``{manager, operation (Apply|Update), apiVersion, time, fieldsType: FieldsV1,
+fieldsV1[, subresource]}``, one per manager, operation and subresource, as the real server writes
+them. Server-side apply (``server_side_apply``) writes the applier's entry; any other write to an
+object that has entries records an ``Update``: the fields it added or changed become its manager's
+(``fieldManager``, else the client's User-Agent up to the first ``/``) and leave every other
+manager, fields it removed leave everyone. A write that omits ``managedFields`` keeps the stored
+ones. Objects never applied carry no entries and cost nothing here (the real server tracks
+every write; the embedded one starts at the first apply).
+
+The paths never tracked are the real server's: apiVersion, kind and the metadata the server sets
+(name, namespace, uid, resourceVersion, generation, creationTimestamp, managedFields); and on a
+kind with a ``/status`` subresource, ``status`` for writes to the object and everything but
+``status`` for writes to the subresource (the parts each one resets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .field_sets import MISSING, Path, Schema, fields_of, from_fields_v1, to_fields_v1, value_at
+from .kinds import ResourceType
+from .records import timestamp
+from .schemas import kind_schema
+
+APPLY, UPDATE = "Apply", "Update"
+UNTRACKED: tuple[Path, ...] = (
+    ("f:apiVersion",),
+    ("f:kind",),
+    ("f:metadata",),
+    *(
+        ("f:metadata", f"f:{name}")
+        for name in ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "selfLink")
+    ),
+    ("f:metadata", "f:managedFields"),
+)
+
+
+@dataclass
+class ManagerEntry:
+    manager: str
+    operation: str
+    api_version: str
+    subresource: str = ""
+    time: str = field(default_factory=timestamp)
+    fields: set[Path] = field(default_factory=set)
+
+    def is_for(self, manager: str, operation: str, subresource: str) -> bool:
+        return (self.manager, self.operation, self.subresource) == (manager, operation, subresource)
+
+    def to_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+            "time": self.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_fields_v1(self.fields),
+        }
+        if self.subresource:
+            entry["subresource"] = self.subresource
+        return entry
+
+
+def manager_of(query: Mapping[str, str], user_agent: str) -> str:
+    """The request's field manager, as the real server names it when the client gives none."""
+    return query.get("fieldManager") or user_agent.split("/", 1)[0][:128]
+
+
+def read_entries(obj: Mapping[str, Any]) -> list[ManagerEntry]:
+    entries = []
+    for raw in (obj.get("metadata") or {}).get("managedFields") or []:
+        if not isinstance(raw, dict):
+            continue
+        entries.append(
+            ManagerEntry(
+                manager=str(raw.get("manager") or ""),
+                operation=str(raw.get("operation") or UPDATE),
+                api_version=str(raw.get("apiVersion") or ""),
+                subresource=str(raw.get("subresource") or ""),
+                time=str(raw.get("time") or timestamp()),
+                fields=from_fields_v1(raw.get("fieldsV1")),
+            )
+        )
+    return entries
+
+
+def write_entries(obj: dict[str, Any], entries: list[ManagerEntry]) -> None:
+    obj["metadata"]["managedFields"] = [entry.to_dict() for entry in entries if entry.fields]
+
+
+def tracked_fields(rtype: ResourceType, obj: Any, subresource: str = "") -> set[Path]:
+    """The paths ``obj`` occupies that a write through ``subresource`` ('' or 'status') may own."""
+    paths = fields_of(obj, kind_schema(rtype))
+    if rtype.status_subresource:
+        if subresource == "status":
+            return {p for p in paths if p[:1] == ("f:status",)}
+        paths = {p for p in paths if p[:1] != ("f:status",)}
+    return {p for p in paths if p not in UNTRACKED}
+
+
+def changed_paths(schema: Schema, paths: set[Path], before: Any, after: Any) -> set[Path]:
+    """The paths among ``paths`` whose value differs between ``before`` and ``after``
+    (an object's presence for a path holding an object: its fields are paths of their own)."""
+    changed = set()
+    for path in paths:
+        old, new = value_at(before, schema, path), value_at(after, schema, path)
+        if isinstance(old, dict) and isinstance(new, dict) and old and new:
+            continue
+        if old is MISSING or new is MISSING or old != new:
+            changed.add(path)
+    return changed
+
+
+def record_update(
+    rtype: ResourceType, old: Mapping[str, Any], new: dict[str, Any], manager: str | None, subresource: str = ""
+) -> None:
+    """Track a write that is not an apply on an object that has entries (``new`` gets its entries);
+    with no ``manager`` (the server's own writes) the entries are only kept."""
+    metadata = new.setdefault("metadata", {})
+    if metadata.get("managedFields") is None:
+        given = (old.get("metadata") or {}).get("managedFields")
+        if not given:
+            return
+        metadata["managedFields"] = given
+    if not manager:
+        return
+    entries = read_entries(new)
+    if not entries:
+        return
+    schema = kind_schema(rtype)
+    before, after = tracked_fields(rtype, old, subresource), tracked_fields(rtype, new, subresource)
+    taken = changed_paths(schema, after, old, new)
+    removed = before - after
+    mine = next((e for e in entries if e.is_for(manager, UPDATE, subresource)), None)
+    if taken and mine is None:
+        mine = ManagerEntry(manager, UPDATE, rtype.api_version, subresource)
+        entries.append(mine)
+    for entry in entries:
+        entry.fields -= removed
+        if entry is not mine:
+            entry.fields -= taken
+    if mine is not None and taken:
+        mine.fields |= taken
+        mine.time = timestamp()
+    write_entries(new, entries)
