@@ -29,6 +29,7 @@ from runtimes.plugins.info import build_runtime_info
 from runtimes.plugins.intree import pipeline_of
 from runtimes.plugins.registry import PluginRegistry
 from runtimes.runtime_validation import validate_runtime
+from runtimes.trainjob_bounds import validate_trainjob_bounds
 
 _RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
@@ -70,6 +71,8 @@ def check_trainjob(
     template and runs the plugins' checks once.
     """
     errors = validate_trainjob_fields(trainjob)
+    if validate_trainjob_bounds(trainjob.spec):
+        return errors, None  # too many overrides or patches: refused before any merge
     ref = trainjob.spec.runtime_ref
     if ref.effective_api_group != TRAINER_GROUP or ref.effective_kind not in (
         TRAINING_RUNTIME_KIND,
@@ -115,7 +118,7 @@ def check_trainjob(
 def validate_trainjob_fields(trainjob: TrainJob) -> list[FieldError]:
     """The rules a TrainJob meets on its own, before any runtime is looked up: the CRD's schema
     bounds and CEL rules on the object (what the API server refuses on read)."""
-    return validate_trainjob_name(trainjob) + _validate_spec(trainjob)
+    return validate_trainjob_name(trainjob) + _validate_spec(trainjob) + validate_trainjob_bounds(trainjob.spec)
 
 
 def validate_trainjob_name(trainjob: TrainJob) -> list[FieldError]:

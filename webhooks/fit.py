@@ -44,7 +44,7 @@ def build_engine(cache: ObjectCache) -> AdmissionEngine:
     for kind in ENGINE_KINDS:
         for obj in cache.all(kind):
             engine.apply(obj)
-    for name, labels in cache.namespaces.items():
+    for name, labels in cache.namespace_items():
         engine.set_namespace(name, labels)
     return engine
 

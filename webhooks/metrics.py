@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
-VERDICTS = ("allowed", "denied", "error")
+VERDICTS = ("allowed", "denied", "timeout", "error")
 # Admission calls must finish far inside the API server's timeoutSeconds; resolve the fast end.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -22,7 +22,7 @@ class WebhookMetrics:
     def __post_init__(self) -> None:
         self.requests = Counter(
             "trainyard_webhook_requests",
-            "Admission requests handled, by endpoint and verdict (allowed, denied, error).",
+            "Admission requests handled, by endpoint and verdict (allowed, denied, timeout, error).",
             ("endpoint", "verdict"),
             registry=self.registry,
         )

@@ -137,23 +137,31 @@ class ObjectCache:
 
     def derived(self, key: str, build: Callable[[ObjectCache], T]) -> T:
         """``build(self)``, computed once per cache version (an engine, validated runtimes...)."""
+        version = self.version  # read first: a change made while building makes the next call rebuild
         cached = self._derived.get(key)
-        if cached is not None and cached[0] == self.version:
+        if cached is not None and cached[0] == version:
             value: T = cached[1]
             return value
         value = build(self)
-        self._derived[key] = (self.version, value)
+        self._derived[key] = (version, value)
         return value
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Resource | None:
         key = f"{namespace}/{name}" if kind in NAMESPACED_KINDS else name
         return self.objects.get(kind, {}).get(key)
 
+    # A large review reads the cache on the review worker while the feed writes it on the event
+    # loop (webhooks.review_runner): readers iterate over a copy, taken in one step.
+
     def all(self, kind: str) -> Iterator[Resource]:
-        yield from self.objects.get(kind, {}).values()
+        return iter(list(self.objects.get(kind, {}).values()))
 
     def names(self, kind: str) -> set[str]:
-        return {obj.name for obj in self.objects.get(kind, {}).values()}
+        return {obj.name for obj in list(self.objects.get(kind, {}).values())}
+
+    def namespace_items(self) -> list[tuple[str, dict[str, str]]]:
+        """Every Namespace's name and labels."""
+        return list(self.namespaces.items())
 
     def local_queue(self, namespace: str, name: str) -> LocalQueue | None:
         queue = self.get("LocalQueue", name, namespace)

@@ -193,3 +193,26 @@ def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     operations: list[dict[str, Any]] = json.loads(base64.b64decode(encoded))
     return operations
+
+
+# Far deeper than any field of the kinds reviewed here (a runtime patch's pod affinity is ~25).
+MAX_OBJECT_DEPTH = 100
+
+
+def too_deep(document: Any, limit: int = MAX_OBJECT_DEPTH) -> str | None:
+    """The path of the first value nested more than ``limit`` maps and lists deep, or None.
+
+    Asked only after a handler failed (walking every review would cost more than most reviews):
+    such an object is a client's mistake, and the refusal names where it is.
+    """
+    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        children = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in children:
+            if isinstance(child, dict | list):
+                where = f"{path}[{key}]" if isinstance(node, list) else f"{path}.{key}" if path else str(key)
+                if depth + 1 >= limit:
+                    return where
+                stack.append((child, where, depth + 1))
+    return None

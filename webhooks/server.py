@@ -1,10 +1,16 @@
 """The admission webhook server: aiohttp over HTTPS, AdmissionReview admission.k8s.io/v1.
 
 The server never answers 500. A body that cannot be a review gets HTTP 400 (or 413 past the size
-limit) with a message; a review whose handler fails gets a *denying* AdmissionReview carrying
-the error, from ``deny_on_error`` middleware, so the API server shows the user what went wrong
-and the server keeps serving. Handlers run inline on the event loop: they are pure, short and
-CPU-bound, and a thread hop would cost more than most of them take.
+limit, 408 when it is not sent in time) with a message; a review whose handler fails gets a
+*denying* AdmissionReview from ``deny_on_error`` middleware, so the API server shows the user that
+the review failed and the server keeps serving. The caller learns nothing of the server's insides
+(no exception, no address): the details go to the log, with a traceback the first time a failure
+is seen. An object nested deeper than any reviewed kind is refused naming where.
+
+Small reviews are judged inline on the event loop, large ones on a worker thread with a deadline
+(``webhooks.review_runner``), so health probes, other reviews and the controllers sharing the
+loop go on while a large one is judged. Every connection is bounded in time
+(``webhooks.connections``): TLS handshake, headers, body, keep-alive.
 """
 
 from __future__ import annotations
@@ -14,16 +20,34 @@ import contextlib
 import logging
 import ssl
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from runtimes.k8s import wire
+from webhooks.connections import (
+    BODY_READ_TIMEOUT,
+    KEEPALIVE_TIMEOUT,
+    LINGER_TIME,
+    TLS_HANDSHAKE_TIMEOUT,
+    HandshakeBoundSite,
+)
 from webhooks.handlers import Handler
 from webhooks.metrics import WebhookMetrics
 from webhooks.objects import ObjectCache
-from webhooks.review import BadReview, Verdict, build_response, parse_review
+from webhooks.review import (
+    MAX_OBJECT_DEPTH,
+    AdmissionRequest,
+    BadReview,
+    Verdict,
+    build_response,
+    parse_review,
+    too_deep,
+)
+from webhooks.review_runner import ReviewRunner, deadline_refusal
 from webhooks.tls import CertificateReloader
 from webhooks.visibility import add_visibility_routes
 
@@ -35,6 +59,10 @@ DEFAULT_PORT = 9443
 CACHE_KEY = web.AppKey("cache", ObjectCache)
 METRICS_KEY = web.AppKey("metrics", WebhookMetrics)
 READY_KEY = web.AppKey("ready", list[Callable[[], bool]])
+RUNNER_KEY = web.AppKey("review_runner", ReviewRunner)
+BODY_TIMEOUT_KEY = web.AppKey("body_read_timeout", float)
+INTERNAL_ERROR = "trainyard webhook could not evaluate this request (an internal error; its log has the details)"
+_LOGGED_TRACEBACKS = 256  # distinct failures whose traceback is logged once each
 
 _UID = web.RequestKey("admission_uid", str)
 _ENDPOINT = web.RequestKey("admission_endpoint", str)
@@ -63,6 +91,21 @@ def _bad_request(message: str, status: int = 400) -> web.Response:
     )
 
 
+_traced: set[tuple[str, str, int]] = set()
+
+
+def _log_failure(endpoint: str, error: Exception) -> None:
+    """One line per failed request; the traceback only the first time a failure is seen."""
+    frames = traceback.extract_tb(error.__traceback__)
+    origin = frames[-1] if frames else None
+    signature = (type(error).__name__, origin.filename if origin else "", origin.lineno or 0 if origin else 0)
+    if signature in _traced or len(_traced) >= _LOGGED_TRACEBACKS:
+        log.error("admission handler for %s failed: %s: %s", endpoint, type(error).__name__, str(error)[:500])
+        return
+    _traced.add(signature)
+    log.error("admission handler for %s failed", endpoint, exc_info=error)
+
+
 @web.middleware
 async def deny_on_error(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -74,16 +117,52 @@ async def deny_on_error(
         raise  # 404, 405, 413: already a deliberate client-error answer
     except Exception as error:
         endpoint = request.get(_ENDPOINT, request.path)
-        log.exception("admission handler for %s failed", endpoint)
-        message = f"trainyard webhook could not evaluate this request ({type(error).__name__}: {error})"
+        _log_failure(endpoint, error)
         metrics = request.app[METRICS_KEY]
         started = request.get(_STARTED, time.perf_counter())
         metrics.observe(endpoint, "error", time.perf_counter() - started)
         uid = request.get(_UID)
         if uid is None:
-            return _bad_request(message)
-        verdict = Verdict.deny(message, code=500, reason="InternalError")
+            return _bad_request(INTERNAL_ERROR)
+        verdict = Verdict.deny(INTERNAL_ERROR, code=500, reason="InternalError")
         return _json(build_response(uid, verdict))
+
+
+async def _read_body(request: web.Request) -> bytes:
+    """The request's body, within the app's body read timeout (a body already received is read at once)."""
+    if request.content.is_eof():
+        return await request.read()
+    async with asyncio.timeout(request.app[BODY_TIMEOUT_KEY]):
+        return await request.read()
+
+
+def _too_deep_refusal(review: AdmissionRequest) -> Verdict | None:
+    """After a handler failed: a refusal naming where the object nests too deep, if it does."""
+    for field, document in (("request.object", review.object), ("request.oldObject", review.old_object)):
+        where = too_deep(document) if document is not None else None
+        if where is not None:
+            shown = where if len(where) <= 80 else where[:80] + "..."
+            return Verdict.deny(
+                f"{field} nests maps and lists more than {MAX_OBJECT_DEPTH} levels deep (at {shown}): "
+                f"no {review.kind} field is that deep; remove or flatten that field",
+                code=400,
+                reason="BadRequest",
+            )
+    return None
+
+
+async def _judge(request: web.Request, handler: Handler, review: AdmissionRequest, size: int) -> Verdict:
+    runner = request.app[RUNNER_KEY]
+    try:
+        verdict = await runner.judge(
+            handler, review, request.app[CACHE_KEY], body_bytes=size, started=request[_STARTED]
+        )
+    except Exception:
+        refusal = _too_deep_refusal(review)
+        if refusal is None:
+            raise
+        return refusal
+    return deadline_refusal(review, runner.deadline) if verdict is None else verdict
 
 
 def _admission_view(endpoint: str, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -93,7 +172,7 @@ def _admission_view(endpoint: str, handler: Handler) -> Callable[[web.Request], 
         request[_STARTED] = started
         metrics = request.app[METRICS_KEY]
         try:
-            body = await request.read()
+            body = await _read_body(request)
         except web.HTTPRequestEntityTooLarge as too_large:
             metrics.observe(endpoint, "error", time.perf_counter() - started)
             return _bad_request(
@@ -101,6 +180,11 @@ def _admission_view(endpoint: str, handler: Handler) -> Callable[[web.Request], 
                 "the limit is set with --max-body-bytes",
                 413,
             )
+        except TimeoutError:
+            metrics.observe(endpoint, "error", time.perf_counter() - started)
+            slow = _bad_request(f"request body not received within {request.app[BODY_TIMEOUT_KEY]:g}s", 408)
+            slow.force_close()  # a caller this slow gets no second request on this connection
+            return slow
         try:
             review = parse_review(body)
         except BadReview as bad:
@@ -110,9 +194,10 @@ def _admission_view(endpoint: str, handler: Handler) -> Callable[[web.Request], 
             verdict = Verdict.deny(f"malformed AdmissionReview: {bad.message}", code=400, reason="BadRequest")
             return _json(build_response(bad.uid, verdict))
         request[_UID] = review.uid
-        verdict = handler(review, request.app[CACHE_KEY])
+        verdict = await _judge(request, handler, review, len(body))
         document = build_response(review.uid, verdict)
-        metrics.observe(endpoint, "allowed" if verdict.allowed else "denied", time.perf_counter() - started)
+        outcome = "allowed" if verdict.allowed else "timeout" if verdict.reason == "Timeout" else "denied"
+        metrics.observe(endpoint, outcome, time.perf_counter() - started)
         return _json(document)
 
     return admit
@@ -143,6 +228,8 @@ def create_app(
     metrics: WebhookMetrics | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ready_checks: list[Callable[[], bool]] | None = None,
+    runner: ReviewRunner | None = None,
+    body_read_timeout: float = BODY_READ_TIMEOUT,
 ) -> web.Application:
     """The aiohttp application: admission endpoints plus /healthz, /readyz and /metrics."""
     app = web.Application(middlewares=[deny_on_error], client_max_size=max_body_bytes)
@@ -153,6 +240,13 @@ def create_app(
 
     app[READY_KEY] = [objects_loaded, *(ready_checks or [])]
     app[METRICS_KEY] = metrics or WebhookMetrics()
+    app[RUNNER_KEY] = review_runner = runner or ReviewRunner()
+    app[BODY_TIMEOUT_KEY] = body_read_timeout
+
+    async def close_runner(_: web.Application) -> None:
+        review_runner.close()
+
+    app.on_cleanup.append(close_runner)
     for path, handler in (routes if routes is not None else default_routes()).items():
         app.router.add_post(path, _admission_view(path, handler))
     app.router.add_get("/healthz", _healthz)
@@ -160,6 +254,16 @@ def create_app(
     app.router.add_get("/metrics", _metrics)
     add_visibility_routes(app)  # answers once app[webhooks.visibility.VISIBILITY_KEY] is set
     return app
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """How long each step of a connection may take (``webhooks.connections``)."""
+
+    tls_handshake: float = TLS_HANDSHAKE_TIMEOUT
+    keepalive: float = KEEPALIVE_TIMEOUT
+    body_read: float = BODY_READ_TIMEOUT
+    linger: float = LINGER_TIME
 
 
 class WebhookServer:
@@ -176,6 +280,8 @@ class WebhookServer:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         reloader: CertificateReloader | None = None,
         shutdown_timeout: float = 10.0,
+        runner: ReviewRunner | None = None,
+        limits: ConnectionLimits = ConnectionLimits(),
     ) -> None:
         self.cache = cache
         self.ssl_context = ssl_context
@@ -183,6 +289,7 @@ class WebhookServer:
         self.port = port
         self.reloader = reloader
         self.shutdown_timeout = shutdown_timeout
+        self.limits = limits
         self.metrics = WebhookMetrics()
         self._serving = False
 
@@ -190,7 +297,13 @@ class WebhookServer:
             return self._serving
 
         self.app = create_app(
-            cache, routes=routes, metrics=self.metrics, max_body_bytes=max_body_bytes, ready_checks=[tls_serving]
+            cache,
+            routes=routes,
+            metrics=self.metrics,
+            max_body_bytes=max_body_bytes,
+            ready_checks=[tls_serving],
+            runner=runner,
+            body_read_timeout=limits.body_read,
         )
         self._runner: web.AppRunner | None = None
         self._reload_task: asyncio.Task[None] | None = None
@@ -198,10 +311,21 @@ class WebhookServer:
     async def start(self) -> int:
         """Start serving; returns the bound port (useful with port 0)."""
         self._runner = web.AppRunner(
-            self.app, handle_signals=False, access_log=None, shutdown_timeout=self.shutdown_timeout
+            self.app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=self.shutdown_timeout,
+            keepalive_timeout=self.limits.keepalive,
+            lingering_time=self.limits.linger,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
+        site = HandshakeBoundSite(
+            self._runner,
+            self.host,
+            self.port,
+            ssl_context=self.ssl_context,
+            handshake_timeout=self.limits.tls_handshake,
+        )
         await site.start()
         addresses = self._runner.addresses
         if addresses:

@@ -11,13 +11,15 @@ paged by ``offset`` (default 0) and ``limit`` (default 1000). Tools written for 
 Every request passes the service's ``Guard`` (``webhooks.visibility_auth``): the aggregator's
 front-proxy client certificate with ``X-Remote-User``, or a bearer token checked by TokenReview,
 then a SubjectAccessReview for ``get`` on ``clusterqueues/pendingworkloads`` or
-``localqueues/pendingworkloads``, as Kueue's aggregated server does.
+``localqueues/pendingworkloads``, as Kueue's aggregated server does. When those reviews cannot be
+asked (the API server is unreachable or failing) the answer is 503, naming nothing of the server.
 The answer is read from a ``PendingWorkloadsSource`` — anything holding the engine; the
 controller process passes its own, so positions are those the next admission cycle will use.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from scheduler.queues import PendingWorkload, positioned
 from webhooks.visibility_auth import GROUP, VERSION, Attributes, AuthError, Guard
 
 PREFIX = f"/apis/{GROUP}/{VERSION}"
+log = logging.getLogger(__name__)
 DEFAULT_LIMIT = 1000  # Kueue's SetDefaults_PendingWorkloadOptions
 
 
@@ -122,6 +125,18 @@ async def _authorized(request: web.Request, attributes: Attributes) -> Visibilit
         await service.guard.check(request, attributes)
     except AuthError as refused:
         return _status(refused.status, "Unauthorized" if refused.status == 401 else "Forbidden", refused.message)
+    except Exception as error:
+        # TokenReview or SubjectAccessReview could not be asked (the API server unreachable, or
+        # failing): the caller is neither let in nor told where the API server is.
+        log.warning(
+            "visibility API: checking a request for %s failed: %s: %s", request.path, type(error).__name__, error
+        )
+        return _status(
+            503,
+            "ServiceUnavailable",
+            "the visibility API cannot check who is calling right now (its authentication and "
+            "authorization service did not answer); try again shortly",
+        )
     return service
 
 
@@ -160,7 +175,7 @@ async def cluster_queue_pending(request: web.Request) -> web.Response:
     service, options = checked
     name = request.match_info["name"]
     engine = service.source.engine
-    if name not in engine.model.cluster_queues:
+    if engine.cluster_queue(name) is None:
         return _status(404, "NotFound", f'clusterqueues.{GROUP} "{name}" not found')
     items = positioned(engine, name, service.clock())
     return _json(summary(items, *options))
@@ -173,7 +188,7 @@ async def local_queue_pending(request: web.Request) -> web.Response:
     service, options = checked
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     engine = service.source.engine
-    local_queue = engine.model.local_queues.get(f"{namespace}/{name}")
+    local_queue = engine.local_queue(namespace, name)
     if local_queue is None:
         return _status(404, "NotFound", f'localqueues.{GROUP} "{name}" not found in namespace {namespace}')
     items = positioned(engine, local_queue.spec.cluster_queue, service.clock(), namespace=namespace, local_queue=name)

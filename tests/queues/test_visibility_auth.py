@@ -8,6 +8,7 @@ fake API server from its grants.
 
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -83,30 +84,31 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     other_ca, other_key = generate_ca("other-ca")
     stranger = _write(tmp_path / "stranger", issue_client_certificate(other_ca, other_key, PROXY_NAME))
 
-    serving = self_signed(["127.0.0.1"])
-    context = server_context(serving.write(tmp_path / "serving"))
-    require_client_ca(context, tmp_path / "requestheader-ca.crt")
-    app = create_app(ObjectCache(), routes={})
     guard = Guard(
         Authenticator(token_review(api_client), FrontProxy(frozenset({PROXY_NAME}))),
         subject_access_review(api_client),
     )
-    app[VISIBILITY_KEY] = VisibilityService(EngineSource(fixture_state().engine), guard, clock=lambda: NOW)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()
+    runner, url = await _serve_visibility(guard, tmp_path, tmp_path / "requestheader-ca.crt")
     try:
-        yield Setup(
-            f"https://127.0.0.1:{runner.addresses[0][1]}",
-            CertificateFiles(tmp_path / "serving").ca,
-            reviews,
-            proxy,
-            stranger,
-        )
+        yield Setup(url, CertificateFiles(tmp_path / "serving").ca, reviews, proxy, stranger)
     finally:
         await runner.cleanup()
         await api_client.close()
         await api.stop()
+
+
+async def _serve_visibility(guard: Guard, tmp_path: Path, client_ca: Path | None = None) -> tuple[web.AppRunner, str]:
+    """The visibility API over HTTPS on loopback behind ``guard``; its CA is tmp_path/serving/ca.crt."""
+    serving = self_signed(["127.0.0.1"])
+    context = server_context(serving.write(tmp_path / "serving"))
+    if client_ca is not None:
+        require_client_ca(context, client_ca)
+    app = create_app(ObjectCache(), routes={})
+    app[VISIBILITY_KEY] = VisibilityService(EngineSource(fixture_state().engine), guard, clock=lambda: NOW)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()
+    return runner, f"https://127.0.0.1:{runner.addresses[0][1]}"
 
 
 async def _api_client(api: ReviewingApiServer, tmp_path: Path) -> client.ApiClient:
@@ -217,3 +219,24 @@ async def test_discovery_is_a_non_resource_url(setup: Setup) -> None:
     assert answer["groupVersion"] == f"{GROUP}/v1beta1"
     access = [body["spec"] for body in setup.reviews.asked if body["kind"] == "SubjectAccessReview"][-1]
     assert access["nonResourceAttributes"] == {"path": PREFIX, "verb": "get"}
+
+
+async def test_an_unreachable_api_server_is_503_and_its_address_stays_private(tmp_path: Path) -> None:
+    api = ReviewingApiServer(Reviews(tokens={"alice-token": Identity("alice")}))
+    await api.start()
+    api_client = await _api_client(api, tmp_path)
+    await api.stop()  # TokenReview and SubjectAccessReview can no longer be asked
+    guard = Guard(Authenticator(token_review(api_client)), subject_access_review(api_client))
+    runner, url = await _serve_visibility(guard, tmp_path)
+    try:
+        unreachable = Setup(url, CertificateFiles(tmp_path / "serving").ca, Reviews(), {}, tmp_path)
+        refused = await _refused(unreachable, CLUSTER_QUEUE, token="alice-token")
+    finally:
+        await runner.cleanup()
+        await api_client.close()
+    assert refused.status == 503
+    body = json.loads(refused.body)
+    assert body["reason"] == "ServiceUnavailable"
+    assert "try again" in body["message"]
+    assert str(api.port) not in str(refused.body)
+    assert "127.0.0.1" not in str(refused.body)

@@ -14,7 +14,7 @@ from webhook_support import Webhook, review, start_webhook, stop_webhook
 
 from webhooks.objects import ObjectCache
 from webhooks.review import AdmissionRequest, Verdict
-from webhooks.server import WebhookServer
+from webhooks.server import INTERNAL_ERROR, WebhookServer
 from webhooks.tls import (
     CertificateFiles,
     CertificateReloader,
@@ -105,19 +105,25 @@ def _exploding(request: AdmissionRequest, cache: ObjectCache) -> Verdict:
 
 
 async def test_a_failing_handler_becomes_a_denial_not_a_500(
-    cache: ObjectCache, tls_files: CertificateFiles, tls_bundle: SelfSignedBundle
+    cache: ObjectCache, tls_files: CertificateFiles, tls_bundle: SelfSignedBundle, caplog: pytest.LogCaptureFixture
 ) -> None:
     webhook = await start_webhook(cache, tls_files, tls_bundle.ca.cert_pem, routes={"/validate/boom": _exploding})
     try:
-        response = await webhook.admit("/validate/boom", review(LQ))
-        assert response["allowed"] is False
-        assert response["status"]["code"] == 500
-        assert "KeyError" in response["status"]["message"]
-        assert "boom" in response["status"]["message"]
+        for _ in range(2):
+            response = await webhook.admit("/validate/boom", review(LQ))
+            assert response["allowed"] is False
+            assert response["status"]["code"] == 500
+            # the caller learns that the review failed, not how: the details are the log's
+            assert response["status"]["message"] == INTERNAL_ERROR
         _, metrics = await webhook.get("/metrics")
-        assert 'trainyard_webhook_requests_total{endpoint="/validate/boom",verdict="error"} 1.0' in metrics
+        assert 'trainyard_webhook_requests_total{endpoint="/validate/boom",verdict="error"} 2.0' in metrics
     finally:
         await stop_webhook(webhook)
+    failures = [record for record in caplog.records if "/validate/boom failed" in record.getMessage()]
+    assert len(failures) == 2
+    assert "KeyError: 'boom'" in failures[1].getMessage()
+    # the traceback is logged once per kind of failure, not once per request
+    assert [record.exc_info is not None for record in failures] == [True, False]
 
 
 async def test_unknown_paths_and_methods_are_client_errors(webhook: Webhook) -> None:
@@ -221,3 +227,43 @@ def test_self_signed_certificate_verifies_for_its_hosts(tls_bundle: SelfSignedBu
     assert "localhost" in names.get_values_for_type(x509.DNSName)
     context = client_context(tls_bundle.ca.cert_pem)
     assert context.verify_mode == ssl.CERT_REQUIRED
+
+
+@pytest.mark.parametrize(
+    ("path", "kind_object", "depth"),
+    [
+        pytest.param(
+            "/validate/trainjobs",
+            '{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"deep",'
+            '"namespace":"team-a"},"spec":{"runtimeRef":{"name":"torch-distributed"},"bogus":%s}}',
+            300,
+            id="trainjob-300-deep",
+        ),
+        pytest.param(
+            "/validate/trainjobs",
+            '{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"deep",'
+            '"namespace":"team-a","labels":{"kueue.x-k8s.io/queue-name":"default"}},'
+            '"spec":{"runtimeRef":{"name":"torch-distributed"},"bogus":%s}}',
+            900,
+            id="queued-trainjob-900-deep",
+        ),
+    ],
+)
+async def test_an_object_nested_too_deep_is_refused_naming_where(
+    webhook: Webhook, path: str, kind_object: str, depth: int
+) -> None:
+    nested = '{"x":' * depth + "{}" + "}" * depth
+    body = (
+        '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"deep-1",'
+        '"kind":{"group":"g","version":"v","kind":"K"},"operation":"CREATE","namespace":"team-a",'
+        '"name":"deep","object":%s}}' % (kind_object % nested)
+    ).encode()
+    status, text = await webhook.post_raw(path, body)
+    assert status == 200
+    response = json.loads(text)["response"]
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 400
+    assert response["status"]["reason"] == "BadRequest"
+    message = response["status"]["message"]
+    assert message.startswith("request.object nests maps and lists more than 100 levels deep (at spec.bogus.x.x.x")
+    assert "remove or flatten that field" in message

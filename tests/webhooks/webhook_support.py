@@ -18,7 +18,8 @@ import aiohttp
 from webhooks.handlers import Handler
 from webhooks.objects import ObjectCache
 from webhooks.review import decode_patch
-from webhooks.server import WebhookServer
+from webhooks.review_runner import ReviewRunner
+from webhooks.server import ConnectionLimits, WebhookServer
 from webhooks.tls import CertificateFiles, client_context, server_context
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -107,10 +108,21 @@ async def start_webhook(
     *,
     routes: Mapping[str, Handler] | None = None,
     max_body_bytes: int | None = None,
+    runner: ReviewRunner | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> Webhook:
     kwargs: dict[str, Any] = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
+    if limits is not None:
+        kwargs["limits"] = limits
     server = WebhookServer(
-        cache, server_context(files), host="127.0.0.1", port=0, routes=routes, shutdown_timeout=1.0, **kwargs
+        cache,
+        server_context(files),
+        host="127.0.0.1",
+        port=0,
+        routes=routes,
+        shutdown_timeout=1.0,
+        runner=runner,
+        **kwargs,
     )
     await server.start()
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_context(ca_pem), limit=4))
@@ -153,3 +165,30 @@ def with_node_selector(
         patch["time"] = time
     job["spec"]["runtimePatches"] = [patch]
     return job
+
+
+def wide_trainjob(name: str, *, overrides: int, env: int, namespace: str = "team-a") -> dict[str, Any]:
+    """A queued TrainJob with ``overrides`` podTemplateOverrides on its node job, each setting
+    ``env`` variables of its own (the shape that once made a review quadratic)."""
+    entries = [
+        {
+            "targetJobs": [{"name": "node"}],
+            "spec": {
+                "containers": [
+                    {"name": "node", "env": [{"name": f"VAR_{i}_{j}", "value": "x" * 8} for j in range(env)]}
+                ]
+            },
+        }
+        for i in range(overrides)
+    ]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "default"}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "suspend": True,
+            "trainer": {"numNodes": 1, "resourcesPerNode": {"requests": {"cpu": "1"}}},
+            "podTemplateOverrides": entries,
+        },
+    }
