@@ -82,6 +82,8 @@ def domain_box(domain: Domain, flavor: str, job: str | None, node_level: bool) -
         href=target,
         class_=classes,
         data_domain=PATH_SEPARATOR.join(domain.path),
+        data_fragmented=domain.fragmented,
+        data_free=max(0, domain.free),
         data_fragment="1",
     )
 
