@@ -4,9 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
-# `make install NATIVE=` skips the compiled engine (then everything runs pure Python)
-NATIVE ?= build/native/engine.sha256
-NATIVE_SOURCES := $(wildcard scheduler/engine/*.py scheduler/topology/*.py) scheduler/native.py scheduler/native_build.py
+# The compiled build (trainyard/native): its inputs come from its one list of compiled modules.
+# `make install NATIVE=` skips it (then everything runs pure Python, and `make test` says so).
+NATIVE ?= build/native/manifest.json
+NATIVE_SOURCES := $(shell $(PYTHON) -m trainyard.native.modules)
+NATIVE_TEST_ENV := $(if $(NATIVE),TRAINYARD_REQUIRE_COMPILED=1,TRAINYARD_PURE_ENGINE=1)
 
 .PHONY: install demo test lint types contracts pytest bench clean
 
@@ -29,14 +31,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,train]'
 	touch $(STAMP)
 
-# The engine's and the placer's hot modules compiled with mypyc (issue 17): what the tests and the
-# benchmarks run. Rebuilt whenever one of their sources changes; at import each package also checks
-# the sources' sha256 and runs pure Python rather than a stale build. A failed build stops `make install` loudly
-# instead of silently leaving a pure engine behind every later figure.
+# The hot modules of the engine, the placer and the simulator compiled with mypyc: what the tests
+# and the benchmarks run. Rebuilt whenever one of their sources changes; a stale or missing build
+# is an ImportError under `make test` and a refusal in `trainyard bench`. A failed build stops
+# `make install` loudly instead of silently leaving a pure engine behind every later figure.
 $(NATIVE): $(STAMP) $(NATIVE_SOURCES)
-	@echo "compiling the engine's and the placer's hot modules with mypyc (about two minutes of CPU)"
-	@$(BIN)/python -m scheduler.native_build || { \
-	  echo "make install: the mypyc build of scheduler/engine and scheduler/topology failed (it needs gcc and the Python headers)."; \
+	@echo "compiling the hot modules of trainyard.native.modules with mypyc (about two and a half minutes of CPU)"
+	@$(BIN)/python -m trainyard.native.build || { \
+	  echo "make install: the mypyc build failed (it needs gcc and the Python headers)."; \
 	  echo "Fix that and run make install again; or run 'make install NATIVE=' to keep the pure-Python engine."; \
 	  exit 1; }
 
@@ -56,7 +58,7 @@ contracts: install
 	$(BIN)/lint-imports
 
 pytest: install
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(NATIVE_TEST_ENV) $(BIN)/pytest -q -p no:cacheprovider
 
 bench: install
 	../shared/tools/targets

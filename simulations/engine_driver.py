@@ -36,7 +36,7 @@ class Admitted:
     level: str | None  # topology level whose one domain holds the gang (None: spans the top)
     placed: bool  # the engine returned a gang placement
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         key: str,
@@ -69,7 +69,7 @@ class Removed:
     preemptor: str | None
     requeue_at: float | None
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         key: str,
@@ -89,7 +89,7 @@ class Decisions:
     preempted: list[Removed]
     evicted: list[Removed]
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         admitted: list[Admitted],

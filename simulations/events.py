@@ -39,7 +39,7 @@ class Event:
     generation: int
     index: int  # position of the job in the workload stream, for arrivals
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         time: float,

@@ -25,7 +25,7 @@ class JobRecord:
     preemptions: int
     evictions: int
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         cluster_queue: str,

@@ -58,7 +58,7 @@ class _Running:
     admitted_at: float
     finishes_at: float | None  # when its pod stages complete the job; None: they never do
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         job: JobSpec,

@@ -47,7 +47,7 @@ class JobSpec:
     topology_level: str | None
     gpu_models: tuple[str, ...]  # allowed GPU models (openb gpu_spec); empty = any
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         name: str,

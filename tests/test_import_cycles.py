@@ -36,9 +36,9 @@ def _imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            # `from pkg import mod` names the module pkg.mod; `from pkg import thing` names pkg itself
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
         for target in targets:
-            # `from pkg import mod` names a module; `from mod import thing` names the module itself.
             while target and target not in known:
                 target = target.rpartition(".")[0]
             if target and target != name:
@@ -58,10 +58,9 @@ def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> nx.
 
 
 def file_cycles(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[list[str]]:
-    """Every cycle between modules, ignoring package ``__init__`` re-exports (a facade imports down)."""
+    """Every cycle between modules, package ``__init__`` files included: a package's facade may
+    import its modules, and then none of them may import the facade back."""
     graph = import_graph(root, packages)
-    package_nodes = {n for n in graph if (root / n.replace(".", "/") / "__init__.py").exists()}
-    graph.remove_nodes_from(package_nodes)
     return sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1)
 
 
@@ -99,6 +98,21 @@ def test_the_finder_sees_cycles_under_type_checking_in_functions_and_relative_im
     (pkg / "a.py").write_text("A = 1\n")
     (pkg / "e.py").write_text("E = 1\n")
     assert file_cycles(tmp_path, ("pkg",)) == []
+
+
+def test_a_cycle_through_a_package_init_counts(tmp_path: Path) -> None:
+    """``pkg/__init__`` re-exports ``pkg.a``; ``pkg.a`` reading a name of ``pkg`` (not a module of
+    it) closes a loop, as ``native.py → engine/cycle.py → … → topology/__init__.py → native.py`` did."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from pkg.a import A\nfrom pkg.c import C\nfrom pkg.sub import S\n")
+    (pkg / "a.py").write_text("A = 1\n")
+    (pkg / "c.py").write_text("from pkg import a\nC = a.A\n")  # a module of pkg: no edge to pkg itself
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub.s import S\n")
+    (pkg / "sub" / "s.py").write_text("S = 1\n")
+    assert file_cycles(tmp_path, ("pkg",)) == []
+    (pkg / "sub" / "s.py").write_text("def late() -> None:\n    from pkg import A\nS = 1\n")
+    assert file_cycles(tmp_path, ("pkg",)) == [["pkg", "pkg.sub", "pkg.sub.s"]]
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ class Candidate:
     cluster_queue: ClusterQueueInfo
     same_queue: bool
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self, workload: WorkloadInfo, cluster_queue: ClusterQueueInfo, same_queue: bool) -> None:
         self.workload = workload
         self.cluster_queue = cluster_queue
@@ -72,7 +72,7 @@ class CandidatePool:
     contested: list[FlavorResource]
     check: Callable[[WorkloadInfo], bool] | None  # a per-workload condition the level does not settle
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         cluster_queue: ClusterQueueInfo,

@@ -48,7 +48,7 @@ class QueuePolicies:
     preemption_over_borrowing: bool  # flavorFungibility.preference
     preemption: ClusterQueuePreemption
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self, spec: ClusterQueue) -> None:
         fungibility = spec.spec.flavor_fungibility
         self.try_next_when_borrowing = fungibility.try_next_when_borrowing

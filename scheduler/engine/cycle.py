@@ -35,7 +35,7 @@ class _Entry:
     assignment: Assignment
     share: float
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, share: float = 0.0
     ) -> None:

@@ -40,7 +40,7 @@ class PodSetChoice:
     mode: Mode
     borrow: int
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         pod_set: PodSetInfo,
@@ -69,7 +69,7 @@ class Assignment:
     borrow: int
     reasons: list[str]
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         cluster_queue: ClusterQueueInfo,
@@ -228,7 +228,7 @@ class _Ask:
     empty: bool
     fair_sharing: bool
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         cq: ClusterQueueInfo,

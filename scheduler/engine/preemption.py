@@ -59,7 +59,7 @@ class Victim:
     reason: str
     message: str
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self, workload: WorkloadInfo, reason: str, message: str) -> None:
         self.workload = workload
         self.reason = reason

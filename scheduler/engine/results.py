@@ -18,7 +18,7 @@ class AdmittedWorkload:
     counts: dict[str, int]  # pod set -> admitted count (less than requested under partial admission)
     placement: dict[str, Any]  # flavor -> GangPlacement for TAS flavors
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         key: str,
@@ -45,7 +45,7 @@ class PreemptedWorkload:
     reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing | InCohortFairSharing
     message: str
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         key: str,
@@ -68,7 +68,7 @@ class EvictedWorkload:
     # it will not come back by itself
     requeue_at: float | None
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         key: str,
@@ -90,7 +90,7 @@ class CycleResult:
     pending: dict[str, str]  # key -> why it waits, in words
     rounds: int
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self) -> None:
         self.admitted = []
         self.preempted = []

@@ -47,7 +47,7 @@ class PodSetAssignment:
     flavors: dict[str, str]  # resource -> flavor
     usage: dict[FlavorResource, int]
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self, name: str, count: int, flavors: dict[str, str], usage: dict[FlavorResource, int]) -> None:
         self.name = name
         self.count = count
@@ -63,7 +63,7 @@ class Admission:
     placements: dict[str, Any]  # flavor -> GangPlacement (TAS flavors)
     borrowed: dict[FlavorResource, int]
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         cluster_queue: str,
@@ -111,7 +111,7 @@ class WorkloadInfo:
     evictions: list[tuple[float, str, str]]  # (time, reason, message)
     sequence: int  # submit order, the last tie-break
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         key: str,

@@ -208,7 +208,7 @@ class Picked:
     pairs: list[tuple[int, int]]
     ranges: list[tuple[int, int]]
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self, slots: IntArray) -> None:
         self.slots = slots
         self.pairs = []

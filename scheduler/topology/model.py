@@ -95,10 +95,9 @@ def _replace_leader(pod_set: PodSetRequest, is_leader: bool) -> PodSetRequest:
     return replace(pod_set, is_leader=is_leader)
 
 
-# The placer's answers: built once per placement, so written out (init=False) for mypyc to
-# compile, where a dataclass's generated ``__init__`` runs interpreted (a frozen one's twice as
-# slow again). Not frozen for that reason, but treated as immutable: the book, the admission and
-# the cycle's result share them.
+# The placer's answers, built once per placement (mypyc: CONTRIBUTING.md). Not frozen (a frozen
+# dataclass's __init__ is slower still), but treated as immutable: the book, the admission and the
+# cycle's result share them.
 @dataclass(slots=True, init=False)
 class PodSetPlacement:
     """Where one pod set goes.

@@ -54,7 +54,7 @@ class _Found:
     request: PodSetRequest
     nodes: IntArray
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self, request: PodSetRequest, nodes: IntArray) -> None:
         self.request = request
         self.nodes = nodes

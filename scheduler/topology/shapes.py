@@ -49,7 +49,7 @@ class ShapeCounts:
     caps: list[IntArray]  # per level, pods that fit in each domain (caps[-1] is slots)
     leaf: SlotBits  # the nodes holding each positive count of pods, kept in step with ``slots``
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(self, slots: IntArray, caps: list[IntArray], leaf: SlotBits) -> None:
         self.slots = slots
         self.caps = caps

@@ -28,11 +28,7 @@ The package: ``constants``, ``selectors`` (match expressions), ``delays`` (delay
 
 from __future__ import annotations
 
-from scheduler.native import activate as _activate_native
-
-_activate_native(__path__, __name__)  # before any submodule is imported: the imports below must follow it
-
-from simulations.kwok.constants import (  # noqa: E402
+from simulations.kwok.constants import (
     DEFAULT_STAGES_DIR,
     KWOK_NODE_ANNOTATION,
     POD_COMPLETE_DELAY_ANNOTATION,
@@ -40,10 +36,10 @@ from simulations.kwok.constants import (  # noqa: E402
     SIMULATION_EPOCH,
     STAGE_API_VERSION,
 )
-from simulations.kwok.delays import _delay_text, draw_delay_ns  # noqa: E402  (_delay_text: tests)
-from simulations.kwok.lifecycle import GangOutcome, PodLifecycle, PodOutcome, simulated_pod  # noqa: E402
-from simulations.kwok.selectors import MatchExpression  # noqa: E402
-from simulations.kwok.stages import Stage, StageEffect, default_stages, load_stages, parse_stage  # noqa: E402
+from simulations.kwok.delays import _delay_text, draw_delay_ns  # _delay_text: tests
+from simulations.kwok.lifecycle import GangOutcome, PodLifecycle, PodOutcome, simulated_pod
+from simulations.kwok.selectors import MatchExpression
+from simulations.kwok.stages import Stage, StageEffect, default_stages, load_stages, parse_stage
 
 __all__ = [
     "DEFAULT_STAGES_DIR",

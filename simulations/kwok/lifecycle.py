@@ -25,7 +25,7 @@ class PodOutcome:
     deleted: bool
     stages: tuple[str, ...]
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         ready_after: float | None,
@@ -49,7 +49,7 @@ class GangOutcome:
     finished_after: float | None
     succeeded: bool
 
-    # written out (init=False): mypyc compiles it, while a dataclass's generated __init__ runs interpreted
+    # mypyc: CONTRIBUTING.md
     def __init__(
         self,
         ready_after: float | None,

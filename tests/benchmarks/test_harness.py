@@ -30,7 +30,7 @@ def test_the_calibration_workload_is_the_shared_tools_one() -> None:
 
 @pytest.mark.slow
 def test_bench_prints_calibration_seconds_with_the_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["bench", "placement", "--zones", "1", "--spines", "1", "--blocks", "2", "--hosts", "8"]
+    argv = ["bench", "placement", "--allow-pure", "--zones", "1", "--spines", "1", "--blocks", "2", "--hosts", "8"]
     assert main([*argv, "--repetitions", "2"]) == 0
     figures = json.loads(capsys.readouterr().out)
     assert figures["nodes"] == 16

@@ -28,6 +28,6 @@ def test_calibration_is_a_positive_cpu_time() -> None:
 def test_bench_output_carries_calibration(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(bench, "_load", lambda name: _TinyBenchmark())
     monkeypatch.setattr("trainyard.benchmarks.calibration.calibration_seconds", lambda runs=3: 0.5)
-    assert bench.run(argparse.Namespace(benchmark="tiny")) == 0
+    assert bench.run(argparse.Namespace(benchmark="tiny", allow_pure=True)) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == {"figure": 1, "calibration_s": 0.5}

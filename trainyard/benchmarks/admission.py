@@ -14,6 +14,8 @@ import heapq
 import time
 from typing import TYPE_CHECKING, Any
 
+from trainyard.native.activation import engine_build
+
 if TYPE_CHECKING:
     from scheduler.engine import CycleResult
     from simulations.workloads import JobSpec
@@ -30,7 +32,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from scheduler.native import is_compiled
     from simulations.events import RandomStreams
     from simulations.scenarios import BUILTIN, build
 
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "usage_pct": round(100.0 * replay.usage_integral / (total_nominal * end_time), 2) if end_time else None,
         "virtual_seconds": round(end_time, 3),
         "wall_seconds": round(time.perf_counter() - wall_start, 3),
-        "engine_build": "mypyc" if is_compiled() else "python",
+        "engine_build": engine_build(),
     }
 
 

@@ -17,6 +17,8 @@ import resource
 import time
 from typing import Any
 
+from trainyard.native.activation import engine_build
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=100_000, help="TrainJobs to simulate (default 100,000)")
@@ -24,7 +26,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from scheduler.native import is_compiled
     from simulations.observers import ObserverProcess
     from simulations.scenarios import BENCH_SCENARIO, build
     from simulations.simulator import Simulation
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "jobs_finished": result.summary["jobs"]["finished"],
         "invariant_violations": result.invariants["violations"],
         "decision_hash": decision_hash(result),
-        "engine_build": "mypyc" if is_compiled() else "python",
+        "engine_build": engine_build(),
     }
 
 

@@ -23,6 +23,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     ),
     "webhook": ("trainyard.benchmarks.webhook", "admission webhook rps and latency over loopback HTTPS"),
     "launch": ("trainyard.benchmarks.launch", "local 2x2 DDP: time to the first step, trainyard vs torchrun"),
+    "local-repeat": (
+        "trainyard.benchmarks.local_repeat",
+        "the local-ddp sample run N times in a row: Complete, no restart, no nan, no crash at shutdown",
+    ),
     "queues": (
         "trainyard.benchmarks.queues",
         "queues list/pending at 1,000 ClusterQueues and 50,000 workloads; what-if on gpu-1k",
@@ -47,12 +51,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     benches = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     for name, (_, summary) in BENCHMARKS.items():
         sub = benches.add_parser(name, help=summary, description=summary)
+        sub.add_argument(
+            "--allow-pure",
+            action="store_true",
+            help="run even where the compiled engine is missing or stale (the figures say engine_build: python)",
+        )
         _load(name).configure(sub)
+
+
+def refuse_pure_unless_asked(args: argparse.Namespace) -> None:
+    """A figure of the pure-Python engine is measured only when asked for: by ``--allow-pure`` or
+    ``TRAINYARD_PURE_ENGINE=1``; a stale or missing build is an error, never a quiet slow run."""
+    from trainyard.cli.errors import UserError
+    from trainyard.native.activation import build_state
+
+    state = build_state()
+    if not state.usable and not state.pure_asked and not args.allow_pure:
+        raise UserError(
+            f"trainyard bench {args.benchmark}: the engine would run pure Python: {state.reason}; or pass --allow-pure to measure it as it is"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
     from trainyard.benchmarks.calibration import calibration_seconds
 
+    refuse_pure_unless_asked(args)
     before = calibration_seconds()
     result = _load(args.benchmark).run(args)
     # Every figure travels with this machine's speed, measured before and after the run (as
