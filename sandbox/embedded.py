@@ -33,8 +33,7 @@ from sandbox.standins import Standins
 from sandbox.standins.kwok_stages import KwokStages
 from scheduler.controllers.launcher import LauncherMode
 from scheduler.controllers.service import ControllerService, build_controller_service
-from scheduler.engine import EngineConfig
-from scheduler.engine.config import WaitForPodsReady
+from scheduler.engine import EngineConfig, WaitForPodsReady
 from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, close_api_client, load_api_client
 from scheduler.kube.backoff import Backoff
 from simulations.scenarios import Scenario

@@ -253,7 +253,7 @@ class EngineDriver:
     def is_admitted(self, key: str) -> bool:
         """Whether the engine holds ``key`` admitted now (after a cycle that may have admitted,
         preempted and re-admitted it in several rounds: CycleResult lists do not keep order)."""
-        info = self.engine.workloads.get(key)
+        info = self.engine.workload(key)
         return info is not None and info.state is WorkloadState.ADMITTED
 
     def pods_ready(self, key: str, now: float) -> None:
@@ -280,7 +280,7 @@ class EngineDriver:
     def waiting_reason(self, key: str) -> str:
         """The engine's words for why ``key`` waits now (its last cycle's reason, an inactive
         ClusterQueue, or its place in the line)."""
-        info = self.engine.workloads.get(key)
+        info = self.engine.workload(key)
         if info is None:
             return "the engine does not hold this workload"
         return waiting_reason(self.engine, info) or "waiting for its turn in the queue"

@@ -34,8 +34,7 @@ from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import KUEUE_KINDS, Workload
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import condition_true
-from scheduler.engine import AdmissionEngine, EngineConfig
-from scheduler.engine.workloads import WorkloadState
+from scheduler.engine import AdmissionEngine, EngineConfig, WorkloadState
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +144,7 @@ class EngineMirror:
             return
         metadata = document.get("metadata") or {}
         if kind == "Namespace":
-            self.engine.model.namespaces.pop(str(metadata.get("name")), None)
+            self.engine.remove_namespace(str(metadata.get("name")))
             return
         self.engine.delete(kind, str(metadata.get("name")), metadata.get("namespace"))
 
@@ -157,7 +156,7 @@ class EngineMirror:
                 self._expected.pop(workload_key(old), None)  # no echo will come for a deleted Workload
             return
         key = workload_key(new)
-        info = self.engine.workloads.get(key)
+        info = self.engine.workload(key)
         if info is None:
             self._submit(new, now)
             return
@@ -229,7 +228,7 @@ class EngineMirror:
             cached.add(key)
             if not self._settled(key, document, now):
                 continue
-            info = self.engine.workloads.get(key)
+            info = self.engine.workload(key)
             if condition_true(document, "Finished"):
                 if info is not None:  # finished on the server, still held by the engine
                     self.engine.forget(key, now)
@@ -240,7 +239,7 @@ class EngineMirror:
             if missing or admitted_on_server != (info is not None and info.state is WorkloadState.ADMITTED):
                 self.resubmit(key)
                 healed.append(key)
-        for key in [k for k in self.engine.workloads if k not in cached and k not in self.writing]:
+        for key in [w.key for w in self.engine.all_workloads() if w.key not in cached and w.key not in self.writing]:
             self.engine.forget(key, now)
             healed.append(key)
         if healed:

@@ -24,8 +24,7 @@ from scheduler.controllers.conditions import condition_true
 from scheduler.controllers.constants import WORKLOAD_ANNOTATION
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workload_status import pods_ready_patch
-from scheduler.engine.node_failures import ReplacedPlacement
-from scheduler.engine.results import EvictedWorkload
+from scheduler.engine import EvictedWorkload, ReplacedPlacement
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from scheduler.engine import AdmissionEngine
-from scheduler.engine.workloads import WorkloadState
+from scheduler.engine import AdmissionEngine, WorkloadState
 
 # Kueue's admission wait buckets (generateExponentialBuckets(14): 1s doubling to ~2.3h)
 WAIT_BUCKETS = tuple(float(2**i) for i in range(14))
@@ -60,11 +59,11 @@ class QueueMetrics:
         """Set the gauges from the engine's state."""
         pending: dict[tuple[str, str], int] = {}
         admitted: dict[str, int] = {}
-        for name in engine.model.cluster_queue_objects:
+        for name in engine.cluster_queue_objects():
             pending[(name, "active")] = 0
             pending[(name, "inadmissible")] = 0
             admitted[name] = 0
-        for workload in engine.workloads.values():
+        for workload in engine.all_workloads():
             cq = workload.cluster_queue
             if not cq:
                 continue
@@ -79,7 +78,7 @@ class QueueMetrics:
         for cq, count in admitted.items():
             self.admitted_active.labels(cq).set(count)
         self.resource_usage.clear()
-        for name, info in engine.model.cluster_queues.items():
+        for name, info in engine.cluster_queues().items():
             for (flavor, resource), amount in info.node.usage.items():
                 self.resource_usage.labels(name, flavor, resource).set(_in_units(resource, amount))
 

@@ -23,8 +23,7 @@ from typing import Any
 from scheduler.controllers.conditions import find_condition
 from scheduler.controllers.engine_mirror import workload_key
 from scheduler.controllers.workload_status import pending_patch
-from scheduler.engine.views import waiting_reason
-from scheduler.engine.workloads import WorkloadState
+from scheduler.engine import AdmissionEngine, WorkloadState, waiting_reason
 
 _POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -76,7 +75,7 @@ class PendingStatus:
 
     def plan(
         self,
-        engine: Any,
+        engine: AdmissionEngine,
         cached: Callable[[str], dict[str, Any] | None],
         busy: Callable[[str], bool],
         now: float,
@@ -90,7 +89,8 @@ class PendingStatus:
         positions = _positions(engine)
         new_reasons: list[tuple[str, dict[str, Any], str]] = []
         refreshes: list[tuple[float, str, dict[str, Any], str]] = []
-        for key, info in list(engine.workloads.items()):
+        for info in engine.all_workloads():
+            key = info.key
             if info.state not in _WAITING:
                 continue
             document = cached(key)
@@ -124,9 +124,9 @@ class PendingStatus:
         return writes
 
 
-def _positions(engine: Any) -> dict[str, int]:
+def _positions(engine: AdmissionEngine) -> dict[str, int]:
     positions: dict[str, int] = {}
-    for cq in engine.model.cluster_queues.values():
-        for index, workload in enumerate(cq.queue.pending(), start=1):
+    for name in engine.cluster_queues():
+        for index, workload in enumerate(engine.pending_in_order(name), start=1):
             positions[workload.key] = index
     return positions

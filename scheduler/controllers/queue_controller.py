@@ -39,10 +39,15 @@ from scheduler.controllers.metrics import QueueMetrics
 from scheduler.controllers.pending_status import PendingStatus, PendingWrite
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workload_status import admitted_patch, evicted_patch
-from scheduler.engine import EngineConfig
-from scheduler.engine.node_failures import ReplacedPlacement
-from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload
-from scheduler.engine.workloads import WorkloadState
+from scheduler.engine import (
+    AdmissionEngine,
+    AdmittedWorkload,
+    CycleResult,
+    EngineConfig,
+    EvictedWorkload,
+    ReplacedPlacement,
+    WorkloadState,
+)
 from scheduler.kube import KubeApiError, KubeClient, patch_status, with_retries
 
 log = logging.getLogger(__name__)
@@ -95,7 +100,7 @@ class QueueController:
         self._deciding = asyncio.Lock()
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> AdmissionEngine:
         return self.mirror.engine
 
     def bind(self, add_after: Callable[[str, float], None]) -> None:
@@ -216,12 +221,12 @@ class QueueController:
         return None in still_held or self._quota_tree(admitted.cluster_queue) in still_held or bool(admitted.placement)
 
     def _cluster_queue_of(self, key: str) -> str | None:
-        info = self.engine.workloads.get(key)
+        info = self.engine.workload(key)
         return None if info is None else info.cluster_queue
 
     def _quota_tree(self, cluster_queue: str | None) -> str | None:
         """The root of the cohort tree ``cluster_queue`` shares quota in (itself without a cohort)."""
-        info = self.engine.model.cluster_queues.get(cluster_queue) if cluster_queue is not None else None
+        info = self.engine.cluster_queue(cluster_queue) if cluster_queue is not None else None
         if info is None:
             return cluster_queue
         root = info.node.root()
@@ -252,7 +257,7 @@ class QueueController:
         return True
 
     async def _admit(self, key: str, now: float) -> bool:
-        info = self.engine.workloads.get(key)
+        info = self.engine.workload(key)
         document = self._cached(key)
         if info is None or info.admission is None or info.state is not WorkloadState.ADMITTED:
             return True  # undone meanwhile (deleted, finished)
@@ -306,7 +311,7 @@ class QueueController:
             ok = await self._evict(outcome.key, outcome.reason, outcome.message, now, requeue_at=outcome.requeue_at)
             self.request_cycle()
             return ok
-        info = self.engine.workloads.get(outcome.key)
+        info = self.engine.workload(outcome.key)
         document = self._cached(outcome.key)
         if info is None or info.admission is None or document is None:
             return True

@@ -16,7 +16,7 @@ from typing import Any
 from runtimes.k8s.quantity import format_amount
 from scheduler.api.topology_assignment import encode_topology_assignment, stored_levels
 from scheduler.controllers.conditions import conditions_of, find_condition, rfc3339, set_condition
-from scheduler.engine.workloads import Admission
+from scheduler.engine import Admission
 
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"

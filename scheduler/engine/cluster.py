@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runtimes.k8s.core import Node
+from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import (
     ClusterQueue,
     ClusterQueuePreemption,
@@ -128,6 +129,45 @@ class ClusterModel:
         # LocalQueues with any stopPolicy but None: every head would otherwise look its own up
         self.stopped_local_queues: set[str] = set()  # "namespace/name"
         self.admission_checks = AdmissionCheckRegistry()  # AdmissionChecks and their parameters
+
+    def store(self, obj: Resource) -> bool:
+        """Add or replace a queue object or Node in its table; False for a kind the engine does not take."""
+        match obj:
+            case ResourceFlavor():
+                self.flavors[obj.name] = obj
+            case ClusterQueue():
+                self.cluster_queue_objects[obj.name] = obj
+            case Cohort():
+                self.cohort_objects[obj.name] = obj
+            case LocalQueue():
+                self.local_queues[f"{obj.namespace or 'default'}/{obj.name}"] = obj
+            case WorkloadPriorityClass():
+                self.priority_classes[obj.name] = obj
+            case Topology():
+                self.topologies[obj.name] = obj
+            case Node():
+                self.nodes[obj.name] = obj
+            case _:
+                # AdmissionCheck, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster
+                return self.admission_checks.apply(obj)
+        return True
+
+    def remove(self, kind: str, name: str, namespace: str | None) -> None:
+        """Drop an object from its table (``namespace`` only for a LocalQueue); unknown kinds are an error."""
+        if self.admission_checks.delete(kind, name):
+            return
+        tables: dict[str, dict[str, object]] = {
+            "ResourceFlavor": self.flavors,  # type: ignore[dict-item]
+            "ClusterQueue": self.cluster_queue_objects,  # type: ignore[dict-item]
+            "Cohort": self.cohort_objects,  # type: ignore[dict-item]
+            "LocalQueue": self.local_queues,  # type: ignore[dict-item]
+            "WorkloadPriorityClass": self.priority_classes,  # type: ignore[dict-item]
+            "Topology": self.topologies,  # type: ignore[dict-item]
+            "Node": self.nodes,  # type: ignore[dict-item]
+        }
+        if kind not in tables:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(tables)}")
+        tables[kind].pop(f"{namespace or 'default'}/{name}" if kind == "LocalQueue" else name, None)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)

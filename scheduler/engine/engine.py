@@ -12,21 +12,15 @@ from collections.abc import Iterable
 
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
-from scheduler.api.kueue import (
-    ClusterQueue,
-    Cohort,
-    LocalQueue,
-    ResourceFlavor,
-    Topology,
-    Workload,
-    WorkloadPriorityClass,
-)
+from scheduler.api.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology, Workload
+from scheduler.engine.admission_checks import AdmissionCheckRegistry
 from scheduler.engine.cluster import ClusterModel, ClusterQueueInfo
 from scheduler.engine.config import EngineConfig
 from scheduler.engine.core import parse_timestamp as parse_timestamp  # re-exported: callers import it from here
 from scheduler.engine.cycle import AdmissionCycle
 from scheduler.engine.node_failures import ReplacedPlacement, handle_node_failure
 from scheduler.engine.placement import PlacementBook
+from scheduler.engine.quota import QuotaNode
 from scheduler.engine.restore import restore_admission, restore_backoff
 from scheduler.engine.results import CycleResult, EvictedWorkload
 from scheduler.engine.workloads import (
@@ -58,48 +52,16 @@ class AdmissionEngine:
 
     def apply(self, obj: Resource) -> None:
         """Add or replace a queue object or Node."""
-        model = self.model
-        match obj:
-            case ResourceFlavor():
-                model.flavors[obj.name] = obj
-                self.placements.invalidate()
-            case ClusterQueue():
-                model.cluster_queue_objects[obj.name] = obj
-            case Cohort():
-                model.cohort_objects[obj.name] = obj
-            case LocalQueue():
-                model.local_queues[f"{obj.namespace or 'default'}/{obj.name}"] = obj
-            case WorkloadPriorityClass():
-                model.priority_classes[obj.name] = obj
-            case Topology():
-                model.topologies[obj.name] = obj
-                self.placements.invalidate()
-            case Node():
-                model.nodes[obj.name] = obj
-                self.placements.node_changed(obj)
-            case _ if model.admission_checks.apply(obj):
-                pass  # AdmissionCheck, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster
-            case _:
-                raise TypeError(f"the engine does not take {type(obj).__name__} objects")
+        if not self.model.store(obj):
+            raise TypeError(f"the engine does not take {type(obj).__name__} objects")
+        if isinstance(obj, Node):
+            self.placements.node_changed(obj)
+        elif isinstance(obj, ResourceFlavor | Topology):
+            self.placements.invalidate()
         self._dirty = True
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
-        model = self.model
-        tables: dict[str, dict[str, object]] = {
-            "ResourceFlavor": model.flavors,  # type: ignore[dict-item]
-            "ClusterQueue": model.cluster_queue_objects,  # type: ignore[dict-item]
-            "Cohort": model.cohort_objects,  # type: ignore[dict-item]
-            "LocalQueue": model.local_queues,  # type: ignore[dict-item]
-            "WorkloadPriorityClass": model.priority_classes,  # type: ignore[dict-item]
-            "Topology": model.topologies,  # type: ignore[dict-item]
-            "Node": model.nodes,  # type: ignore[dict-item]
-        }
-        if model.admission_checks.delete(kind, name):
-            self._dirty = True
-            return
-        if kind not in tables:
-            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(tables)}")
-        tables[kind].pop(f"{namespace or 'default'}/{name}" if kind == "LocalQueue" else name, None)
+        self.model.remove(kind, name, namespace)
         if kind == "Node":
             self.placements.node_removed(name)
         elif kind in ("ResourceFlavor", "Topology"):
@@ -109,6 +71,10 @@ class AdmissionEngine:
     def set_namespace(self, name: str, labels: dict[str, str]) -> None:
         self.model.namespaces[name] = dict(labels)
         self._dirty = True
+
+    def remove_namespace(self, name: str) -> None:
+        """The Namespace was deleted (its workloads go with it, so nothing parked is retried)."""
+        self.model.namespaces.pop(name, None)
 
     def _refresh(self) -> None:
         """Recompile the quota tree after object changes and give every waiting workload a new try."""
@@ -354,6 +320,61 @@ class AdmissionEngine:
             else:
                 workload.requeue_at = None
                 self._route(workload)
+
+    # ------------------------------------------------------------------------------ queries
+
+    # What other packages read of the engine's state (its own parts read it through EngineCore).
+
+    def workload(self, key: str) -> WorkloadInfo | None:
+        """The engine's record of Workload ``namespace/name`` (a finished one until forgotten)."""
+        return self.workloads.get(key)
+
+    def all_workloads(self) -> list[WorkloadInfo]:
+        """Every workload the engine holds, in the order it first saw them."""
+        return list(self.workloads.values())
+
+    def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
+        """A ClusterQueue as compiled: its quota node, queue of pending workloads and admitted ones."""
+        return self.model.cluster_queues.get(name)
+
+    def cluster_queues(self) -> dict[str, ClusterQueueInfo]:
+        return dict(self.model.cluster_queues)
+
+    def pending_in_order(self, cluster_queue: str) -> list[WorkloadInfo]:
+        """A ClusterQueue's pending workloads in admission order (empty for an unknown queue)."""
+        info = self.model.cluster_queues.get(cluster_queue)
+        return info.queue.pending() if info is not None else []
+
+    def cluster_queue_objects(self) -> dict[str, ClusterQueue]:
+        """The ClusterQueue objects as applied, by name."""
+        return dict(self.model.cluster_queue_objects)
+
+    def cohorts(self) -> dict[str, QuotaNode]:
+        """The cohorts of the compiled quota tree, named by a ClusterQueue or a Cohort object."""
+        return dict(self.model.cohorts)
+
+    def cohort_object(self, name: str) -> Cohort | None:
+        return self.model.cohort_objects.get(name)
+
+    def local_queue(self, namespace: str, name: str) -> LocalQueue | None:
+        return self.model.local_queues.get(f"{namespace}/{name}")
+
+    def local_queue_names(self, namespace: str) -> list[str]:
+        prefix = f"{namespace}/"
+        return sorted(key.removeprefix(prefix) for key in self.model.local_queues if key.startswith(prefix))
+
+    def nodes(self) -> dict[str, Node]:
+        return dict(self.model.nodes)
+
+    def flavors(self) -> dict[str, ResourceFlavor]:
+        return dict(self.model.flavors)
+
+    def topologies(self) -> dict[str, Topology]:
+        return dict(self.model.topologies)
+
+    def admission_checks(self) -> AdmissionCheckRegistry:
+        """The AdmissionChecks applied, with their parameters and whether each is active."""
+        return self.model.admission_checks
 
     # ------------------------------------------------------------------------------ feasibility
 

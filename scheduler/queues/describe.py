@@ -11,9 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.engine import WorkloadInfo
-from scheduler.engine.explain import AdmissionExplanation, explain_admission
-from scheduler.engine.views import workload_report, workload_status
+from scheduler.engine import (
+    AdmissionExplanation,
+    WorkloadInfo,
+    explain_admission,
+    workload_report,
+    workload_status,
+)
 from scheduler.queues.pending import PendingWorkload, find_pending, total_requests
 from scheduler.queues.state import QueueState
 
@@ -118,7 +122,7 @@ def _interruptions(workload: WorkloadInfo) -> list[Interruption]:
 def describe_workload(state: QueueState, key: str, estimate: StartEstimate | None = None) -> WorkloadStory | None:
     """The story of ``key`` (``namespace/name``), or None if the engine does not know it."""
     engine = state.engine
-    workload = engine.workloads.get(key)
+    workload = engine.workload(key)
     if workload is None:
         return None
     admission: dict[str, Any] | None = None

@@ -15,8 +15,7 @@ from functools import cached_property, partial
 from typing import Any
 
 from runtimes.k8s.quantity import format_amount
-from scheduler.engine import AdmissionEngine, WorkloadInfo, WorkloadState
-from scheduler.engine.views import waiting_reason
+from scheduler.engine import AdmissionEngine, WorkloadInfo, WorkloadState, waiting_reason
 from scheduler.queues.state import QueueState
 
 
@@ -105,8 +104,7 @@ def _entry(
 
 def queue_order(engine: AdmissionEngine, cluster_queue: str) -> list[WorkloadInfo]:
     """The ClusterQueue's pending workloads in admission order (empty for an unknown queue)."""
-    info = engine.model.cluster_queues.get(cluster_queue)
-    return info.queue.pending() if info is not None else []
+    return engine.pending_in_order(cluster_queue)
 
 
 def positioned(
@@ -147,16 +145,16 @@ def pending_workloads(
     if cluster_queue is not None:
         queues: Iterable[str] = [cluster_queue]
     elif namespace is not None and local_queue is not None:
-        lq = engine.model.local_queues.get(f"{namespace}/{local_queue}")
+        lq = engine.local_queue(namespace, local_queue)
         queues = [lq.spec.cluster_queue] if lq is not None else []
     else:
-        queues = sorted(engine.model.cluster_queues)
+        queues = sorted(engine.cluster_queues())
     found: list[PendingWorkload] = []
     for name in queues:
         found.extend(positioned(engine, name, state.now, namespace=namespace, local_queue=local_queue))
     outside = [
         w
-        for w in engine.workloads.values()
+        for w in engine.all_workloads()
         if (w.state is WorkloadState.INADMISSIBLE or (w.state is WorkloadState.PENDING and w.cluster_queue is None))
         and (namespace is None or w.namespace == namespace)
         and (local_queue is None or w.local_queue == local_queue)
@@ -169,7 +167,7 @@ def pending_workloads(
 
 def find_pending(state: QueueState, key: str) -> PendingWorkload | None:
     """The pending entry of one workload (``namespace/name``), with its positions."""
-    workload = state.engine.workloads.get(key)
+    workload = state.engine.workload(key)
     if workload is None:
         return None
     if workload.cluster_queue is not None and workload.state is WorkloadState.PENDING:

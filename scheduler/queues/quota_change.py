@@ -150,7 +150,7 @@ def changed_cluster_queue(cq: ClusterQueue, change: QuotaChange) -> ClusterQueue
 
 
 def _borrowing(state: QueueState, cluster_queue: str, fr: tuple[str, str]) -> set[str]:
-    info = state.engine.model.cluster_queues.get(cluster_queue)
+    info = state.engine.cluster_queue(cluster_queue)
     if info is None or not info.node.is_borrowing(fr):
         return set()
     return {w.key for w in info.admitted.values() if w.admission is not None and w.admission.usage.get(fr, 0) > 0}
@@ -158,9 +158,9 @@ def _borrowing(state: QueueState, cluster_queue: str, fr: tuple[str, str]) -> se
 
 def plan_quota_change(state: QueueState, change: QuotaChange) -> QuotaPlan:
     """Validate and rehearse ``change`` against the queues in ``state``."""
-    old = state.engine.model.cluster_queue_objects.get(change.cluster_queue)
+    old = state.engine.cluster_queue_objects().get(change.cluster_queue)
     if old is None:
-        known = sorted(state.engine.model.cluster_queue_objects)
+        known = sorted(state.engine.cluster_queue_objects())
         shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
         raise QuotaChangeError(f"ClusterQueue {change.cluster_queue!r} does not exist; known: {shown or 'none'}")
     new = changed_cluster_queue(old, change)
@@ -170,15 +170,15 @@ def plan_quota_change(state: QueueState, change: QuotaChange) -> QuotaPlan:
     if errors:
         return QuotaPlan(old, new, before, after, errors, None)
     settled = reload_with(state, [new])
-    admitted_before = {k for k, w in state.engine.workloads.items() if w.state is WorkloadState.ADMITTED}
-    admitted_after = {k for k, w in settled.engine.workloads.items() if w.state is WorkloadState.ADMITTED}
+    admitted_before = {w.key for w in state.engine.all_workloads() if w.state is WorkloadState.ADMITTED}
+    admitted_after = {w.key for w in settled.engine.all_workloads() if w.state is WorkloadState.ADMITTED}
     fr = (change.flavor, change.resource)
     newly_borrowing: set[str] = set()
-    for name in settled.engine.model.cluster_queues:
+    for name in settled.engine.cluster_queues():
         newly_borrowing |= _borrowing(settled, name, fr) - _borrowing(state, name, fr)
 
     def pending(s: QueueState) -> int:
-        return sum(1 for w in s.engine.workloads.values() if w.state is WorkloadState.PENDING)
+        return sum(1 for w in s.engine.all_workloads() if w.state is WorkloadState.PENDING)
 
     effect = QuotaEffect(
         admitted=sorted(admitted_after - admitted_before),

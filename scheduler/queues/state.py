@@ -81,7 +81,7 @@ def run_to_quiescence(state: QueueState, *, limit: int = 1000) -> None:
 
 
 def _is_admitted(engine: AdmissionEngine, key: str) -> bool:
-    workload = engine.workloads.get(key)
+    workload = engine.workload(key)
     return workload is not None and workload.admission is not None
 
 

@@ -13,9 +13,7 @@ from typing import Any
 
 from runtimes.k8s.quantity import format_amount
 from scheduler.api.validation import validate_kueue_object
-from scheduler.engine import WorkloadState
-from scheduler.engine.cluster import ClusterQueueInfo
-from scheduler.engine.quota import FlavorResource, QuotaNode
+from scheduler.engine import ClusterQueueInfo, FlavorResource, QuotaNode, WorkloadState
 from scheduler.queues.state import QueueState
 
 
@@ -105,7 +103,7 @@ class CohortSummary:
 def _borrowed_by_tree(state: QueueState) -> dict[int, dict[FlavorResource, int]]:
     """Per root of a cohort tree (by id), what its ClusterQueues borrow in total."""
     totals: dict[int, dict[FlavorResource, int]] = {}
-    for info in state.engine.model.cluster_queues.values():
+    for info in state.engine.cluster_queues().values():
         node = info.node
         if node.parent is None:
             continue
@@ -149,12 +147,10 @@ def _lines(node: QuotaNode, borrowed_in_tree: dict[FlavorResource, int] | None) 
 def _counts(state: QueueState) -> dict[str, tuple[int, int]]:
     """ClusterQueue -> (admitted, pending), in one pass over the workloads."""
     pending: dict[str, int] = {}
-    for workload in state.engine.workloads.values():
+    for workload in state.engine.all_workloads():
         if workload.state is WorkloadState.PENDING and workload.cluster_queue:
             pending[workload.cluster_queue] = pending.get(workload.cluster_queue, 0) + 1
-    return {
-        name: (len(info.admitted), pending.get(name, 0)) for name, info in state.engine.model.cluster_queues.items()
-    }
+    return {name: (len(info.admitted), pending.get(name, 0)) for name, info in state.engine.cluster_queues().items()}
 
 
 def _summary(
@@ -182,12 +178,12 @@ def cluster_queue_summaries(
 ) -> list[ClusterQueueSummary]:
     """Every ClusterQueue (sorted by name), optionally only those of one cohort tree, whose name
     contains a text, or that are inactive."""
-    model = state.engine.model
+    cluster_queues = state.engine.cluster_queues()
     counts = _counts(state)
     trees = _borrowed_by_tree(state)
     found = []
-    for name in sorted(model.cluster_queues):
-        info = model.cluster_queues[name]
+    for name in sorted(cluster_queues):
+        info = cluster_queues[name]
         if name_contains and name_contains not in name:
             continue
         if inactive_only and info.active:
@@ -199,7 +195,7 @@ def cluster_queue_summaries(
 
 
 def cluster_queue_summary(state: QueueState, name: str) -> ClusterQueueSummary | None:
-    info = state.engine.model.cluster_queues.get(name)
+    info = state.engine.cluster_queue(name)
     if info is None:
         return None
     counts = _counts(state)
@@ -208,11 +204,12 @@ def cluster_queue_summary(state: QueueState, name: str) -> ClusterQueueSummary |
 
 def cohort_summaries(state: QueueState) -> list[CohortSummary]:
     """Every cohort (named by a ClusterQueue or a Cohort object), parents before children."""
-    model = state.engine.model
+    cohorts = state.engine.cohorts()
     summaries: dict[str, CohortSummary] = {}
-    for name in sorted(model.cohorts):
-        node = model.cohorts[name]
-        parent = model.cohort_objects[name].spec.parent_name if name in model.cohort_objects else None
+    for name in sorted(cohorts):
+        node = cohorts[name]
+        cohort_object = state.engine.cohort_object(name)
+        parent = cohort_object.spec.parent_name if cohort_object is not None else None
         problem = None
         if parent and node.parent is None:
             problem = f"parent {parent!r} is not linked: the Cohort parents form a cycle"

@@ -18,7 +18,7 @@ def estimate_start(state: QueueState, key: str, *, default_duration: float = 360
     from scheduler.queues import StartEstimate
 
     rehearsal = rehearsal_from_state(state, default_duration=default_duration, window=0.0)
-    workload = state.engine.workloads.get(key)
+    workload = state.engine.workload(key)
     assumption = (
         f"every workload runs maximumExecutionTimeSeconds or {default_duration:g}s, no new arrivals, "
         "admitted workloads keep running"

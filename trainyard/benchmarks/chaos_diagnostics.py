@@ -14,14 +14,14 @@ def replica_state(replica: Any) -> dict[str, Any]:
     """The last replica's view when jobs were lost: is it leading, does it run cycles, what does its engine hold."""
     service = replica.service
     engine = service.queue.queue.engine
-    states = Counter(info.state.name for info in engine.workloads.values())
+    states = Counter(info.state.name for info in engine.all_workloads())
     usage = {
-        name: {str(k): v for k, v in cq.node.usage.items()} for name, cq in sorted(engine.model.cluster_queues.items())
+        name: {str(k): v for k, v in cq.node.usage.items()} for name, cq in sorted(engine.cluster_queues().items())
     }
-    from scheduler.engine.views import waiting_reason
+    from scheduler.engine import waiting_reason
 
     task = replica.task
-    pending = [info for info in engine.workloads.values() if info.state.name == "PENDING"][:5]
+    pending = [info for info in engine.all_workloads() if info.state.name == "PENDING"][:5]
     timer = engine.next_timer()
     return {
         "task": "running" if not task.done() else repr(task.exception()) if not task.cancelled() else "cancelled",
@@ -82,6 +82,6 @@ def lost_job_story(cluster: Any, replica: Any, trainjob_name: str, workload: str
         parts.append(f"cached {kind} rv={version}")
     if workload is not None:
         engine = replica.service.queue.queue.engine
-        info = engine.workloads.get(f"{NAMESPACE}/{workload}")
+        info = engine.workload(f"{NAMESPACE}/{workload}")
         parts.append(f"engine={None if info is None else info.state.name}")
     return " | " + "; ".join(parts)

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from runtimes.api.trainer import AnyTrainingRuntime
     from scheduler.api.kueue import Workload
     from scheduler.api.loading import KueueObjects
-    from scheduler.engine import AdmissionEngine
-    from scheduler.engine.admission_checks import CheckVerdict
+    from scheduler.engine import AdmissionEngine, CheckVerdict
     from trainyard.cli.admit_checks import GivenStates
 
 
@@ -49,8 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def admit(args: argparse.Namespace) -> dict[str, Any]:
-    from scheduler.engine import AdmissionEngine, EngineConfig
-    from scheduler.engine.views import report
+    from scheduler.engine import AdmissionEngine, EngineConfig, report
     from trainyard.cli.admit_checks import annotate, check_report
 
     loaded, given, sources = _load_inputs(args)

@@ -4,7 +4,7 @@ A workload whose quota the engine reserved is QuotaReserved until every admissio
 ClusterQueue (for the flavors it got) is Ready; the states come from the input Workload's
 ``status.admissionChecks`` (none given: Pending, as no check controller runs in a dry run). A
 Rejected check deactivates the workload and frees its quota, as Kueue does. The rules are
-``scheduler.engine.admission_checks``'s; this module applies them to the report.
+the engine's (``quota_reserved_verdicts``); this module applies them to the report.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scheduler.api.kueue import AdmissionCheckState, Workload
-    from scheduler.engine import AdmissionEngine
-    from scheduler.engine.admission_checks import CheckVerdict
+    from scheduler.engine import AdmissionEngine, CheckVerdict
 
 GivenStates = dict[str, dict[str, "AdmissionCheckState"]]
 
@@ -31,9 +30,9 @@ def deactivate_rejected(
     engine: AdmissionEngine, given: GivenStates, rejected: dict[str, CheckVerdict], now: float
 ) -> bool:
     """Free the quota of admitted workloads a check rejected; True if any was (run cycles again)."""
-    from scheduler.engine.admission_checks import quota_reserved_verdicts
+    from scheduler.engine import quota_reserved_verdicts
 
-    verdicts = quota_reserved_verdicts(engine.workloads.values(), engine.model.cluster_queue_objects, given)
+    verdicts = quota_reserved_verdicts(engine.all_workloads(), engine.cluster_queue_objects(), given)
     newly = {key: v for key, v in verdicts.items() if v.state == "Rejected" and key not in rejected}
     for key, verdict in newly.items():
         engine.finish(key, now)
@@ -49,9 +48,9 @@ def annotate(
     summary: dict[str, Any], engine: AdmissionEngine, given: GivenStates, rejected: dict[str, CheckVerdict]
 ) -> None:
     """Admitted -> QuotaReserved where checks are not all Ready; Rejected -> Deactivated; counts per queue."""
-    from scheduler.engine.admission_checks import quota_reserved_verdicts
+    from scheduler.engine import quota_reserved_verdicts
 
-    verdicts = quota_reserved_verdicts(engine.workloads.values(), engine.model.cluster_queue_objects, given)
+    verdicts = quota_reserved_verdicts(engine.all_workloads(), engine.cluster_queue_objects(), given)
     reserved_per_queue: dict[str, int] = {}
     for workload in summary["workloads"]:
         key = f"{workload['namespace']}/{workload['name']}"
@@ -78,7 +77,7 @@ def annotate(
 
 def check_report(engine: AdmissionEngine) -> list[dict[str, Any]]:
     """Every AdmissionCheck given: its controller, and whether it is active (with why not)."""
-    registry = engine.model.admission_checks
+    registry = engine.admission_checks()
     report = []
     for name, check in sorted(registry.checks.items()):
         reason = registry.inactive_reason(check)

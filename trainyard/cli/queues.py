@@ -167,18 +167,16 @@ def run_pending(args: argparse.Namespace) -> int:
     local_queue = None
     if args.queue is not None and args.namespace is not None:
         local_queue = args.queue
-        if f"{args.namespace}/{local_queue}" not in state.engine.model.local_queues:
+        if state.engine.local_queue(args.namespace, local_queue) is None:
             # as the visibility API answers 404 for it: a misspelt queue is not an empty one
-            known = sorted(
-                key.partition("/")[2] for key in state.engine.model.local_queues if key.startswith(f"{args.namespace}/")
-            )
+            known = state.engine.local_queue_names(args.namespace)
             raise UserError(
                 f"LocalQueue {local_queue!r} does not exist in namespace {args.namespace!r} "
                 f"(its LocalQueues: {', '.join(known) or 'none'})"
             )
     elif args.queue is not None:
         cluster_queue = args.queue
-        if cluster_queue not in state.engine.model.cluster_queues:
+        if state.engine.cluster_queue(cluster_queue) is None:
             raise UserError(f"ClusterQueue {cluster_queue!r} does not exist (a LocalQueue needs --namespace)")
     entries = pending_workloads(state, cluster_queue=cluster_queue, namespace=args.namespace, local_queue=local_queue)
     source = "computed locally by the engine"
@@ -212,10 +210,10 @@ def run_describe(args: argparse.Namespace) -> int:
     loaded = load_source(args)
     state = evaluate(loaded, args)
     key = _workload_key(args)
-    if key not in state.engine.workloads:
+    workload = state.engine.workload(key)
+    if workload is None:
         raise UserError(f"no Workload {key}; name it NAMESPACE/NAME or NAME --namespace NS")
     estimate = None
-    workload = state.engine.workloads[key]
     if not args.no_estimate and workload.admission is None:
         from simulations.whatif import estimate_start
 

@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from scheduler.engine.engine import parse_timestamp
+from scheduler.engine import parse_timestamp
 from scheduler.queues import PendingWorkload, QueueState
 from trainyard.cli.queues_cluster import ask_visibility, note, visibility_path
 
@@ -20,17 +20,13 @@ ALL_PENDING = 100_000  # the summary's limit when every position is wanted
 
 
 def _paths(state: QueueState, cluster_queue: str | None, namespace: str | None, local_queue: str | None) -> list[str]:
-    model = state.engine.model
+    engine = state.engine
     if cluster_queue is not None:
         return [visibility_path(cluster_queue, None, None)]
     if namespace is not None:
-        names = (
-            [local_queue]
-            if local_queue is not None
-            else sorted(key.split("/", 1)[1] for key in model.local_queues if key.startswith(f"{namespace}/"))
-        )
+        names = [local_queue] if local_queue is not None else engine.local_queue_names(namespace)
         return [visibility_path(None, namespace, name) for name in names]
-    return [visibility_path(name, None, None) for name in sorted(model.cluster_queues)]
+    return [visibility_path(name, None, None) for name in sorted(engine.cluster_queues())]
 
 
 def _from_summary(
@@ -40,7 +36,7 @@ def _from_summary(
     key = f"{metadata.get('namespace')}/{metadata.get('name')}"
     created = parse_timestamp(metadata.get("creationTimestamp"))
     known = local.get(key)
-    engine_workload = state.engine.workloads.get(key)
+    engine_workload = state.engine.workload(key)
     base = known or PendingWorkload(
         namespace=str(metadata.get("namespace")),
         name=str(metadata.get("name")),

@@ -102,8 +102,7 @@ class Controllers:
     @classmethod
     async def connect(cls, args: argparse.Namespace, registry: CollectorRegistry) -> Controllers:
         from scheduler.controllers.service import build_controller_service
-        from scheduler.engine import EngineConfig
-        from scheduler.engine.config import WaitForPodsReady
+        from scheduler.engine import EngineConfig, WaitForPodsReady
         from scheduler.kube import KubeClient, KubeConfigError, load_api_client, running_in_cluster
 
         if args.kubeconfig is None and not running_in_cluster():
