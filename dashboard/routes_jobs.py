@@ -11,7 +11,7 @@ from aiohttp import web
 from dashboard.data import DashboardData
 from dashboard.html import tag, url
 from dashboard.job_detail import JobDetail, metric_charts, metrics_from_lines, resolve
-from dashboard.local_runs import follow_rank, metrics_series, rank_lines, ranks, read_run
+from dashboard.local_runs import LocalRun, follow_rank, metrics_series, rank_lines, ranks, read_run
 from dashboard.pages.job import job_page, local_page
 from dashboard.pages.layout import Page
 from dashboard.respond import DATA_KEY, STREAMS_KEY, render
@@ -23,7 +23,8 @@ NODE_CONTAINER = "node"
 
 
 def _not_found(request: web.Request, what: str) -> web.Response:
-    page = Page("not found", tag("p", what, class_="error"), "/jobs", live=False)
+    # live: a job created a moment ago shows as soon as the cache has it
+    page = Page("not found", tag("p", what, class_="error"), "/jobs")
     return render(request, page, status=404)
 
 
@@ -94,9 +95,13 @@ async def job_metrics(request: web.Request) -> web.StreamResponse:
     return web.json_response(metric_charts(metrics_from_lines(lines)))
 
 
-async def local_run(request: web.Request) -> web.StreamResponse:
+def _local_run(request: web.Request) -> LocalRun | None:
     data = request.app[DATA_KEY]
-    run = read_run(data.local, request.match_info["name"]) if data.local is not None else None
+    return read_run(data.local, request.match_info["name"]) if data.local is not None else None
+
+
+async def local_run(request: web.Request) -> web.StreamResponse:
+    run = _local_run(request)
     if run is None:
         return _not_found(request, f"no local run {request.match_info['name']!r}")
     tabs = []
@@ -107,8 +112,7 @@ async def local_run(request: web.Request) -> web.StreamResponse:
 
 
 async def local_log(request: web.Request) -> web.StreamResponse:
-    data = request.app[DATA_KEY]
-    run = read_run(data.local, request.match_info["name"]) if data.local is not None else None
+    run = _local_run(request)
     if run is None:
         raise web.HTTPNotFound(text=f"no local run {request.match_info['name']!r}")
     try:
@@ -120,8 +124,7 @@ async def local_log(request: web.Request) -> web.StreamResponse:
 
 
 async def local_metrics(request: web.Request) -> web.StreamResponse:
-    data = request.app[DATA_KEY]
-    run = read_run(data.local, request.match_info["name"]) if data.local is not None else None
+    run = _local_run(request)
     if run is None:
         raise web.HTTPNotFound(text=f"no local run {request.match_info['name']!r}")
     return web.json_response(metric_charts(metrics_series(run)))

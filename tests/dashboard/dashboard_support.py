@@ -7,15 +7,20 @@ pinned playwright package never downloads a browser of its own). Screenshots of 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Page, async_playwright
 
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandbox"))
+from sandbox_support import eventually
+
+__all__ = ["browser_page", "eventually", "screenshot", "trainjob"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -75,18 +80,3 @@ def trainjob(name: str, *, namespace: str = "team-a", nodes: int = 2, gpus: int 
             ],
         },
     }
-
-
-async def eventually(check: Callable[[], Any], *, timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll ``check`` (sync or async) until it returns something truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    last: Any = None
-    while loop.time() < deadline:
-        last = check()
-        if asyncio.iscoroutine(last):
-            last = await last
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

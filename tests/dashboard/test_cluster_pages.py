@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_support import browser_page, eventually, screenshot, trainjob
+from dashboard_support import eventually, screenshot, trainjob
 from playwright.async_api import Page
 
 from dashboard import DashboardData, DashboardServer
@@ -63,12 +63,6 @@ def _admitted(sb: Sandbox, name: str, namespace: str = "team-a") -> bool:
     return found is not None and found[1].state is WorkloadState.ADMITTED
 
 
-@pytest.fixture
-async def page() -> AsyncIterator[Page]:
-    async with browser_page() as opened:
-        yield opened
-
-
 async def _served(data: DashboardData) -> DashboardServer:
     server = DashboardServer(data, poll_seconds=0.1)
     await server.start()
@@ -105,6 +99,7 @@ async def test_queue_numbers_equal_the_engines_and_a_pending_reason_shows(cluste
 async def _mirror_server(cluster: Sandbox) -> tuple[ClusterMirror, DashboardServer]:
     mirror = await ClusterMirror.connect(cluster.kubeconfig_path, None, quota=False)
     mirror.start(asyncio.Event())
+    await eventually(lambda: all(i.synced.is_set() for i in mirror.informers), what="the dashboard's informers")
     return mirror, await _served(mirror.data)
 
 

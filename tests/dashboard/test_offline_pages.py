@@ -4,11 +4,10 @@ server sends, two runs side by side, and a rank's log followed while it is writt
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from dashboard_support import browser_page, screenshot
+from dashboard_support import screenshot
 from playwright.async_api import Page
 
 from dashboard import DashboardData, DashboardServer
@@ -31,12 +30,6 @@ SMALL = Scenario(
     ),
     sample_seconds=60.0,
 )
-
-
-@pytest.fixture
-async def page() -> AsyncIterator[Page]:
-    async with browser_page() as opened:
-        yield opened
 
 
 async def _served(data: DashboardData) -> DashboardServer:
