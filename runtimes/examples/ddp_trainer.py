@@ -16,7 +16,17 @@ What it shows:
 - a checkpoint lands in ``<output>/checkpoints/`` every ``checkpoint_every`` steps, and a
   restarted job resumes from the latest one, so the step count continues;
 - metrics lines (:mod:`runtimes.examples.metrics`) carry loss, samples/s and progress;
-- the final model is written to ``<output>/model.pt``.
+- the final model is written to ``<output>/model.pt``;
+- a non-finite loss (nan, inf) ends the run with exit code 3, as a careful trainer would: a job
+  whose loss diverged is not a success;
+- a restart that finds the final checkpoint already written trains nothing and reports that
+  checkpoint's loss (the checkpoint records it).
+
+Shutting down: every rank waits for the others (and rank 0's final write) at a barrier, drops the
+DDP wrapper, then destroys the process group, so gloo's worker threads are joined on the main
+thread while the interpreter is whole. A group left to the interpreter's teardown is destroyed
+during finalization, and a gloo thread that then releases a tensor owned by Python is stopped by
+the interpreter mid-destructor: ``terminate called without an active exception``, exit 134.
 
 Fault injection, for tests of the launcher's failure policy (all optional):
 ``TRAINYARD_FAIL_AT_STEP`` (the step at whose start a rank exits), ``TRAINYARD_FAIL_RANK``
@@ -31,14 +41,19 @@ torch is imported inside the functions so that importing this module stays cheap
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
+import math
 import os
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from runtimes.examples.checkpoints import Resumed, on_cpu, resume, save_atomically, write_checkpoint
+from runtimes.examples.faults import FaultInjection, restart_attempt
 from runtimes.examples.metrics import format_metrics_line
 
 if TYPE_CHECKING:
@@ -46,13 +61,21 @@ if TYPE_CHECKING:
 
 FEATURES = 16
 HIDDEN = 32
-CHECKPOINT_DIR = "checkpoints"
 FINAL_MODEL = "model.pt"
 DEVICES = ("auto", "cpu", "cuda")
+_LEFT_KEY = "trainyard/ranks-left"  # in the rendezvous store: how many ranks have torn down
+_LEAVE_WAIT_SECONDS = 30.0
 
 
 class DeviceUnavailable(RuntimeError):
     """``--device cuda`` where this process sees no usable GPU."""
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss became nan or infinite: training diverged (or its inputs are broken)."""
+
+
+NON_FINITE_EXIT_CODE = 3
 
 
 @dataclass(frozen=True)
@@ -74,49 +97,6 @@ class TrainResult:
     first_loss: float
     last_loss: float
     output_dir: str
-
-
-@dataclass(frozen=True)
-class FaultInjection:
-    step: int
-    rank: int
-    attempt: str
-    exit_code: int
-
-    @classmethod
-    def from_env(cls) -> FaultInjection | None:
-        step = os.environ.get("TRAINYARD_FAIL_AT_STEP")
-        if not step:
-            return None
-        return cls(
-            step=int(step),
-            rank=int(os.environ.get("TRAINYARD_FAIL_RANK", "0")),
-            attempt=os.environ.get("TRAINYARD_FAIL_ATTEMPT", "0"),
-            exit_code=int(os.environ.get("TRAINYARD_FAIL_EXIT_CODE", "1")),
-        )
-
-    def fires(self, step: int, rank: int, attempt: int) -> bool:
-        attempt_matches = self.attempt == "all" or int(self.attempt) == attempt
-        return step == self.step and rank == self.rank and attempt_matches
-
-
-def _restart_attempt() -> int:
-    value = os.environ.get("TRAINYARD_RESTART_ATTEMPT") or os.environ.get("TORCHELASTIC_RESTART_COUNT")
-    return int(value) if value else 0
-
-
-def _latest_checkpoint(output_dir: Path) -> Path | None:
-    checkpoints = sorted((output_dir / CHECKPOINT_DIR).glob("step-*.pt"))
-    return checkpoints[-1] if checkpoints else None
-
-
-def _save_atomically(obj: Any, path: Path) -> None:
-    import torch
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    torch.save(obj, partial)
-    partial.replace(path)  # a crash mid-write never leaves a truncated checkpoint behind
 
 
 def _batch(
@@ -158,19 +138,6 @@ def choose_placement(requested: str = "auto") -> Placement:
     return Placement(torch.device(f"cuda:{local_rank % count}"), "nccl" if own_gpu else "gloo")
 
 
-def _on_cpu(value: Any) -> Any:
-    """``value`` (a state dict, nested) with every tensor copied to the CPU: loadable without a GPU."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    if isinstance(value, dict):
-        return {key: _on_cpu(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_on_cpu(item) for item in value)
-    return value
-
-
 def _join_process_group(rank: int, world_size: int, placement: Placement) -> bool:
     """Start the process group when launched as a rank (MASTER_ADDR set); whether this call started it."""
     import torch.distributed as dist
@@ -185,37 +152,12 @@ def _join_process_group(rank: int, world_size: int, placement: Placement) -> boo
     return True
 
 
-def _checkpoint(
-    step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, out: Path, rank: int, distributed: bool
-) -> None:
-    """Rank 0 writes the checkpoint; every rank waits for it, so none runs ahead of a restart point."""
-    import torch.distributed as dist
-
-    if rank == 0:
-        _save_atomically(
-            {"step": step, "model": _on_cpu(model.state_dict()), "optimizer": _on_cpu(optimizer.state_dict())},
-            out / CHECKPOINT_DIR / f"step-{step:06d}.pt",
+def _require_finite(loss: float, step: int, rank: int) -> None:
+    if not math.isfinite(loss):
+        raise NonFiniteLoss(
+            f"rank {rank}: the loss is {loss} at step {step}: training diverged; lower --learning-rate "
+            "or check the data, then restart (the job resumes from its last finite checkpoint)"
         )
-    if distributed:
-        dist.barrier()
-
-
-def _resume(model: torch.nn.Module, optimizer: torch.optim.Optimizer, out: Path, rank: int) -> int:
-    """Load the latest checkpoint under ``out`` into the model and optimizer; the step to start at.
-
-    The checkpoint is read onto the CPU; ``load_state_dict`` copies it to wherever the model and
-    the optimizer's parameters live."""
-    import torch
-
-    latest = _latest_checkpoint(out)
-    if latest is None:
-        return 1
-    state = torch.load(latest, map_location="cpu", weights_only=True)
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    if rank == 0:
-        print(f"resumed from checkpoint {latest.name} at step {state['step']}", flush=True)
-    return int(state["step"]) + 1
 
 
 def _step(
@@ -259,8 +201,8 @@ def _metrics_line(step: int, steps: int, loss: float, samples_per_step: int, sec
 
 def _prepare(
     seed: int, learning_rate: float, placement: Placement, out: Path, rank: int, distributed: bool
-) -> tuple[torch.nn.Module, torch.nn.Module, torch.optim.Optimizer, int]:
-    """The model on its device, its DDP wrapper, the optimizer, and the step to start at (resumed)."""
+) -> tuple[torch.nn.Module, torch.nn.Module, torch.optim.Optimizer, Resumed]:
+    """The model on its device, its DDP wrapper, the optimizer, and where to start (resumed)."""
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
@@ -268,11 +210,88 @@ def _prepare(
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
     model = model.to(placement.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
-    start_step = _resume(model, optimizer, out, rank)
+    resumed = resume(model, optimizer, out, rank)
     if not distributed:
-        return model, model, optimizer, start_step
+        return model, model, optimizer, resumed
     device_ids = [placement.device.index] if placement.device.type == "cuda" else None
-    return model, DistributedDataParallel(model, device_ids=device_ids), optimizer, start_step
+    return model, DistributedDataParallel(model, device_ids=device_ids), optimizer, resumed
+
+
+def _leave_process_group(rank: int, world_size: int) -> None:
+    """Tear the process group down while the interpreter is whole (the DDP wrapper already dropped),
+    rank 0 last.
+
+    The barrier first: every rank is past its last collective and rank 0's final write, so no rank
+    closes its gloo pairs under another. The collector then runs, so nothing of the DDP wrapper
+    still holds the group, and ``destroy_process_group`` drops the last reference: the gloo
+    backend joins its worker threads here, not during interpreter finalization (where a worker
+    that releases a Python-owned tensor is stopped mid-destructor: exit 134). Rank 0 hosts the
+    rendezvous store: it waits (a bounded while) until every other rank has torn down, so no rank
+    is still tearing down against a store that is gone."""
+    import torch.distributed as dist
+
+    store = dist.distributed_c10d._get_default_store()
+    dist.barrier()
+    gc.collect()
+    if rank != 0:
+        dist.destroy_process_group()
+        store.add(_LEFT_KEY, 1)
+        return
+    with contextlib.suppress(RuntimeError):  # a rank that died meanwhile: leave after the bound
+        deadline = time.monotonic() + _LEAVE_WAIT_SECONDS
+        while store.add(_LEFT_KEY, 0) < world_size - 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    dist.destroy_process_group()
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every step of one rank's run needs to know."""
+
+    rank: int
+    world_size: int
+    distributed: bool
+    placement: Placement
+    out: Path
+    steps: int
+    batch_size: int
+    seed: int
+    checkpoint_every: int
+    step_delay: float
+    fault: FaultInjection | None
+    attempt: int
+
+
+def _train_steps(
+    run: _Run, model: torch.nn.Module, ddp_model: torch.nn.Module, optimizer: torch.optim.Optimizer, start_step: int
+) -> tuple[float, float]:
+    """Steps ``start_step``..``run.steps``: the first and the last loss (nan when none ran)."""
+    import torch
+
+    loss_fn = torch.nn.MSELoss()
+    first_loss = last_loss = float("nan")
+    window_start = time.perf_counter()
+    for window_steps, step in enumerate(range(start_step, run.steps + 1), start=1):
+        fault = run.fault
+        if fault is not None and fault.fires(step, run.rank, run.attempt):
+            print(f"fault injection: rank {run.rank} exits with {fault.exit_code} at step {step}", flush=True)
+            sys.stderr.flush()
+            os._exit(fault.exit_code)  # a crash, not a clean exit: no teardown of the process group
+        inputs, labels = _batch(step, run.rank, run.world_size, run.batch_size, run.seed, run.placement.device)
+        reduce_over = run.world_size if run.distributed else None
+        loss_value = _step(ddp_model, optimizer, loss_fn, inputs, labels, reduce_over, run.placement.device)
+        _require_finite(loss_value, step, run.rank)
+        first_loss = loss_value if step == start_step else first_loss
+        last_loss = loss_value
+        if run.step_delay:
+            time.sleep(run.step_delay)
+        if run.rank == 0:
+            seconds_per_step = max(time.perf_counter() - window_start, 1e-9) / window_steps
+            samples = run.batch_size * run.world_size
+            print(_metrics_line(step, run.steps, loss_value, samples, seconds_per_step), flush=True)
+        if step % run.checkpoint_every == 0 or step == run.steps:
+            write_checkpoint(step, loss_value, model, optimizer, run.out, run.rank, run.distributed)
+    return first_loss, last_loss
 
 
 def train(
@@ -285,7 +304,9 @@ def train(
     step_delay: float = 0.0,
     device: str = "auto",
 ) -> TrainResult:
-    """Train the example MLP with DDP on ``device`` (auto | cpu | cuda); resume from the latest checkpoint if any."""
+    """Train the example MLP with DDP on ``device`` (auto | cpu | cuda); resume from the latest checkpoint if any.
+
+    Raises ``NonFiniteLoss`` when the loss turns nan or infinite."""
     import torch
     import torch.distributed as dist
 
@@ -299,41 +320,38 @@ def train(
     backend = dist.get_backend() if distributed else "no process group"
     print(f"rank {rank}/{world_size} on {placement.device} ({backend})", flush=True)
     out = Path(output_dir or os.environ.get("TRAINYARD_OUTPUT_DIR") or "output")
-    fault = FaultInjection.from_env()
-    attempt = _restart_attempt()
-    model, ddp_model, optimizer, start_step = _prepare(seed, learning_rate, placement, out, rank, distributed)
-    print(f"rank {rank}/{world_size} starting at step {start_step} (attempt {attempt})", flush=True)
-    loss_fn = torch.nn.MSELoss()
-
-    first_loss = last_loss = float("nan")
-    window_start = time.perf_counter()
-    for window_steps, step in enumerate(range(start_step, steps + 1), start=1):
-        if fault is not None and fault.fires(step, rank, attempt):
-            print(f"fault injection: rank {rank} exits with {fault.exit_code} at step {step}", flush=True)
-            sys.stderr.flush()
-            os._exit(fault.exit_code)  # a crash, not a clean exit: no teardown of the process group
-        inputs, labels = _batch(step, rank, world_size, batch_size, seed, placement.device)
-        reduce_over = world_size if distributed else None
-        loss_value = _step(ddp_model, optimizer, loss_fn, inputs, labels, reduce_over, placement.device)
-        first_loss = loss_value if step == start_step else first_loss
-        last_loss = loss_value
-        if step_delay:
-            time.sleep(step_delay)
-        if rank == 0:
-            seconds_per_step = max(time.perf_counter() - window_start, 1e-9) / window_steps
-            print(_metrics_line(step, steps, loss_value, batch_size * world_size, seconds_per_step), flush=True)
-        if step % checkpoint_every == 0 or step == steps:
-            _checkpoint(step, model, optimizer, out, rank, distributed)
+    attempt = restart_attempt()
+    run = _Run(
+        rank,
+        world_size,
+        distributed,
+        placement,
+        out,
+        steps,
+        batch_size,
+        seed,
+        checkpoint_every,
+        step_delay,
+        FaultInjection.from_env(),
+        attempt,
+    )
+    model, ddp_model, optimizer, resumed = _prepare(seed, learning_rate, placement, out, rank, distributed)
+    print(f"rank {rank}/{world_size} starting at step {resumed.start_step} (attempt {attempt})", flush=True)
+    if resumed.start_step > steps:
+        # a restart after the last checkpoint (a crash at shutdown): nothing is left to train
+        first_loss = last_loss = float("nan") if resumed.loss is None else resumed.loss
+        print(f"rank {rank}/{world_size}: the checkpoint already holds step {steps}; nothing left to train", flush=True)
+    else:
+        first_loss, last_loss = _train_steps(run, model, ddp_model, optimizer, resumed.start_step)
     if rank == 0:
-        _save_atomically(_on_cpu(model.state_dict()), out / FINAL_MODEL)
+        save_atomically(on_cpu(model.state_dict()), out / FINAL_MODEL)
         print(f"final model written to {out / FINAL_MODEL}", flush=True)
-    print(f"rank {rank}/{world_size} finished step {steps}, loss {last_loss:.6f}", flush=True)
+    shown = "unknown (an older checkpoint)" if math.isnan(last_loss) else f"{last_loss:.6f}"
+    print(f"rank {rank}/{world_size} finished step {steps}, loss {shown}", flush=True)
+    del model, ddp_model, optimizer  # the DDP wrapper's reducer holds the process group
     if started_group:
-        # Every rank waits for rank 0's final write before tearing the group down: a rank that
-        # leaves early closes its pairs under the others and gloo aborts them (exit 134).
-        dist.barrier()
-        dist.destroy_process_group()
-    return TrainResult(rank, world_size, start_step, steps, first_loss, last_loss, str(out))
+        _leave_process_group(rank, world_size)
+    return TrainResult(rank, world_size, resumed.start_step, steps, first_loss, last_loss, str(out))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -367,6 +385,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DeviceUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except NonFiniteLoss as error:
+        print(f"error: {error}", file=sys.stderr)
+        return NON_FINITE_EXIT_CODE
     return 0
 
 
