@@ -6,7 +6,10 @@ labelled and annotated as JobSet does (``jobset.sigs.k8s.io/jobset-name``, ``rep
 ``spec.network.subdomain`` or the JobSet's name. Its status is JobSet's: ``replicatedJobsStatus``
 (ready/succeeded/failed/active/suspended per replicated job), ``restarts`` and the conditions
 ``Completed`` (AllJobsCompleted), ``Failed`` (FailedJobs, ReachedMaxRestarts) and ``Suspended``
-(SuspendedJobs / ResumeJobs). ``successPolicy`` (All/Any over targetReplicatedJobs) decides
+(SuspendedJobs / ResumeJobs). A replicated job with ``dependsOn`` gets its Jobs only once every
+dependency has reached its status (Ready: each of its Jobs ready, failed or succeeded; Complete:
+each succeeded), as JobSet's controller creates them: a DeepSpeed launcher waits for its nodes.
+``successPolicy`` (All/Any over targetReplicatedJobs) decides
 completion; a failed Job fails the JobSet without a ``failurePolicy``, and restarts it (all its
 Jobs deleted and recreated with the next restart-attempt) while ``restarts < maxRestarts``.
 ``spec.suspend`` suspends the Jobs (whose controller then deletes their pods); on resume the
@@ -63,6 +66,28 @@ def _replicated_jobs(jobset: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _replicas(rjob: dict[str, Any]) -> int:
     return int(rjob.get("replicas", 1))
+
+
+def _startable(jobset: dict[str, Any], statuses: list[dict[str, Any]]) -> set[str]:
+    """The replicated jobs whose ``dependsOn`` are met (JobSet's dependencyReachedStatus: a
+    dependency counts only if it comes earlier in the list)."""
+    by_name = {status["name"]: status for status in statuses}
+    replicas: dict[str, int] = {}
+    startable = set()
+    for rjob in _replicated_jobs(jobset):
+        replicas[rjob["name"]] = _replicas(rjob)
+        reached = True
+        for dependency in rjob.get("dependsOn") or []:
+            status, wanted = by_name.get(dependency.get("name")), replicas.get(dependency.get("name"), 0)
+            if status is None:
+                reached = False
+            elif dependency.get("status") == "Complete":
+                reached = reached and status["succeeded"] == wanted
+            else:
+                reached = reached and status["failed"] + status["ready"] + status["succeeded"] == wanted
+        if reached:
+            startable.add(rjob["name"])
+    return startable
 
 
 class JobSetController(BatchingStandin):
@@ -185,11 +210,12 @@ class JobSetController(BatchingStandin):
         self, jobset: dict[str, Any], jobs: list[dict[str, Any]], restarts: int, suspended: bool
     ) -> None:
         existing = {j["metadata"]["name"] for j in jobs}
+        startable = _startable(jobset, self._replicated_status(jobset, jobs))
         global_index = 0
         for rjob in _replicated_jobs(jobset):
             for index in range(_replicas(rjob)):
                 name = f"{jobset['metadata']['name']}-{rjob['name']}-{index}"
-                if name not in existing:
+                if name not in existing and rjob["name"] in startable:
                     body = self._job(jobset, rjob, index, global_index, restarts, suspended)
                     # AlreadyExists: the cache is behind; the Job is there
                     if await create_unless_exists(self.client, body, attempts=1):
@@ -255,9 +281,12 @@ class JobSetController(BatchingStandin):
 
     async def _sync_suspension(self, jobset: dict[str, Any], jobs: list[dict[str, Any]], suspended: bool) -> None:
         templates = {rj["name"]: rj.get("template") or {} for rj in _replicated_jobs(jobset)}
+        startable = _startable(jobset, self._replicated_status(jobset, jobs))
         for job in jobs:
             if _job_finished(job) is not None or bool(job["spec"].get("suspend")) == suspended:
                 continue
+            if not suspended and job["metadata"]["labels"].get(REPLICATED_JOB_NAME) not in startable:
+                continue  # resumed only once its dependencies are met, as JobSet resumes them
             patch: dict[str, Any] = {"spec": {"suspend": suspended}}
             if not suspended:
                 patch["spec"]["template"] = self._resumed_template(
@@ -311,8 +340,10 @@ class JobSetController(BatchingStandin):
             elif finished == "Failed":
                 entry["failed"] += 1
             else:
-                parallelism = int(job["spec"].get("parallelism", 1))
-                if int(job_status.get("ready", 0)) + int(job_status.get("succeeded", 0)) >= parallelism:
+                pods = int(job["spec"].get("parallelism", 1))
+                if job["spec"].get("completions") is not None:
+                    pods = min(pods, int(job["spec"]["completions"]))
+                if int(job_status.get("ready", 0)) + int(job_status.get("succeeded", 0)) >= pods:
                     entry["ready"] += 1
                 if int(job_status.get("active", 0)) > 0:
                     entry["active"] += 1

@@ -1,5 +1,5 @@
-"""``Standins``: the JobSet and Job controllers, the binder, the pod runner and the service-account
-controller on one client and one cache.
+"""``Standins``: the JobSet and Job controllers, the binder, the pod runner, the service-account
+controller and the coscheduling plugin's PodGroup status on one client and one cache.
 
     async with Standins(client) as standins:   # starts the informers and the four controllers
         await standins.synced()                 # optional: every kind listed once
@@ -26,10 +26,15 @@ from scheduler.kube.backoff import Backoff
 from .binder import Binder
 from .job import JobController
 from .jobset import JobSetController
+from .podgroups import PodGroupStatusController
 from .runner import PodRunner
 from .service_accounts import ServiceAccountController
 
 log = logging.getLogger(__name__)
+
+StandinController = (
+    JobSetController | JobController | Binder | PodRunner | ServiceAccountController | PodGroupStatusController
+)
 
 
 def fast_informers() -> InformerSettings:
@@ -49,6 +54,7 @@ class Standins:
         binder: bool = True,
         runner: bool = True,
         service_accounts: bool = True,
+        podgroups: bool = True,
         start_seconds: float = 0.0,
         run_seconds: float = 1.0,
         informer_settings: InformerSettings | None = None,
@@ -56,6 +62,7 @@ class Standins:
         self.client = client
         kinds = ["Node", "Pod"] + (["Job"] if jobset or job else []) + (["JobSet"] if jobset else [])
         kinds += ["Namespace", "ServiceAccount"] if service_accounts else []
+        kinds += ["PodGroup"] if podgroups else []
         self.cache = ClusterCache()
         settings = informer_settings or fast_informers()
         self.informers = [Informer(client, kind, self.cache, settings=settings) for kind in kinds]
@@ -66,12 +73,14 @@ class Standins:
             PodRunner(client, self.cache, start_seconds=start_seconds, run_seconds=run_seconds) if runner else None
         )
         self.service_accounts = ServiceAccountController(client, self.cache) if service_accounts else None
-        found: list[JobSetController | JobController | Binder | PodRunner | ServiceAccountController | None] = [
+        self.podgroups = PodGroupStatusController(client, self.cache) if podgroups else None
+        found: list[StandinController | None] = [
             self.jobset,
             self.job,
             self.binder,
             self.runner,
             self.service_accounts,
+            self.podgroups,
         ]
         self.controllers = [Controller(r, workers=r.workers, queue=r.queue) for r in found if r is not None]
         self._tasks: list[asyncio.Task[None]] = []

@@ -9,6 +9,7 @@ service accounts, ``logs``, ``-o wide``.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -115,10 +116,16 @@ async def test_kubectl_works_on_the_sandbox_as_on_a_cluster(tmp_path: Path) -> N
         assert header[:4] == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
 
 
+# The ClusterQueue status writer is another part of issue 32 ("Queue status as Kueue writes it");
+# until its module is in the tree this test is expected to fail, strictly: it runs as a plain test
+# as soon as the writer lands.
+STATUS_WRITER = importlib.util.find_spec("scheduler.controllers.queue_status") is not None
+
+
 @pytest.mark.xfail(
+    not STATUS_WRITER,
     strict=True,
-    reason="waits for the ClusterQueue status writer (issue 32, 'Queue status as Kueue writes it'): "
-    "nothing writes status.pendingWorkloads / admittedWorkloads in standalone mode yet",
+    reason="waits for the ClusterQueue status writer (scheduler/controllers/queue_status.py, issue 32)",
 )
 async def test_kubectl_get_clusterqueues_fills_pending_and_admitted(tmp_path: Path) -> None:
     async with Sandbox(speedup=20.0, kubeconfig_out=tmp_path / "kubeconfig") as sb:
