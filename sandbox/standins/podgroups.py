@@ -89,6 +89,8 @@ class PodGroupStatusController(Standin):
 
     def __init__(self, client: KubeClient, cache: ClusterCache, *, workers: int = 2) -> None:
         super().__init__(client, cache, workers=workers)
+        # group key -> its pods' names, so a reconcile reads its members, not every pod of the namespace
+        self.members: dict[str, set[str]] = {}
         cache.on_change("PodGroup", self._group_changed)
         cache.on_change("Pod", self._pod_changed)
 
@@ -97,10 +99,14 @@ class PodGroupStatusController(Standin):
             self.queue.add(object_key(new))
 
     def _pod_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        for pod in (old, new):
+        for pod, present in ((old, False), (new, True)):
             group = ((pod or {}).get("metadata") or {}).get("labels", {}).get(POD_GROUP_LABEL)
-            if pod is not None and group:
-                self.queue.add(f"{pod['metadata'].get('namespace')}/{group}")
+            if pod is None or not group:
+                continue
+            key = f"{pod['metadata'].get('namespace')}/{group}"
+            names = self.members.setdefault(key, set())
+            (names.add if present else names.discard)(pod["metadata"]["name"])
+            self.queue.add(key)
 
     async def reconcile(self, key: str) -> ReconcileResult:
         return await reconciled(self._reconcile(key))
@@ -110,11 +116,8 @@ class PodGroupStatusController(Standin):
         group = self.cache.get("PodGroup", name, namespace)
         if group is None or (group.get("status") or {}).get("phase") in FINAL_PHASES:
             return None
-        pods = [
-            pod
-            for pod in self.cache.list("Pod", namespace)
-            if (pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL) == name
-        ]
+        found = (self.cache.get("Pod", pod, namespace) for pod in sorted(self.members.get(key, ())))
+        pods = [pod for pod in found if pod is not None]
         status = next_status(group, pods)
         if status == (group.get("status") or {}):
             return None
