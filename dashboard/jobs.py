@@ -10,12 +10,11 @@ paged per request, so a page of 50,000 workloads costs one filter pass.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from functools import cached_property, partial
+from collections.abc import Iterable
+from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
-from dashboard.html import url
 from dashboard.local_runs import LocalRun
 from scheduler.engine import AdmissionEngine, WorkloadInfo, WorkloadState, parse_timestamp, waiting_reason
 from scheduler.queues import QueueState
@@ -33,7 +32,50 @@ WAITING = ("Pending", "Preempted", "Inadmissible")
 STATUSES = ("Pending", "Preempted", "Admitted", "Running", "Complete", "Failed", "Inadmissible", "Finished", "Created")
 
 
-@dataclass(frozen=True)
+class JobFacts:
+    """What a row shows but no filter reads: worked out only for the rows on the page (nodes,
+    GPUs, the engine's reason), so a listing of 50,000 workloads costs one pass of cheap fields."""
+
+    __slots__ = ("engine", "info", "planned_gpus", "planned_nodes", "pods")
+
+    def __init__(
+        self,
+        engine: AdmissionEngine | None,
+        info: WorkloadInfo | None,
+        pods: list[dict[str, Any]] | None = None,
+        planned_nodes: int = 0,
+        planned_gpus: int = 0,
+    ) -> None:
+        self.engine = engine
+        self.info = info
+        self.pods = pods or []
+        self.planned_nodes = planned_nodes  # without a Workload: what the job asks for
+        self.planned_gpus = planned_gpus
+
+    def nodes(self) -> int:
+        info = self.info
+        if info is not None and info.admission is not None:
+            placed = placed_nodes(info)
+            if placed:
+                return len(placed)
+        bound = {pod["spec"].get("nodeName") for pod in self.pods if (pod.get("spec") or {}).get("nodeName")}
+        if bound:
+            return len(bound)
+        return sum(pod_set.count for pod_set in info.pod_sets) if info is not None else self.planned_nodes
+
+    def gpus(self) -> int:
+        return gpu_count(self.info) if self.info is not None else self.planned_gpus
+
+    def reason(self, status: str) -> str:
+        if status not in WAITING or self.engine is None or self.info is None:
+            return ""
+        return waiting_reason(self.engine, self.info)
+
+
+NO_FACTS = JobFacts(None, None)
+
+
+@dataclass
 class JobRow:
     kind: str  # TrainJob | Workload | local
     namespace: str
@@ -42,15 +84,20 @@ class JobRow:
     cluster_queue: str
     status: str
     created: float  # epoch seconds
-    nodes: int
-    gpus: int
     workload: str | None  # the engine's key (namespace/name) of its Workload
-    # the engine's reason why it waits, worked out when shown: a page explains only its own rows
-    explain: Callable[[], str] = field(default=lambda: "", repr=False, compare=False, kw_only=True)
+    facts: JobFacts = NO_FACTS
 
-    @cached_property
+    @property
+    def nodes(self) -> int:
+        return self.facts.nodes()
+
+    @property
+    def gpus(self) -> int:
+        return self.facts.gpus()
+
+    @property
     def reason(self) -> str:
-        return self.explain()
+        return self.facts.reason(self.status)
 
     @property
     def href(self) -> str:
@@ -58,20 +105,12 @@ class JobRow:
             return f"/local/{self.name}"
         return f"/jobs/{self.namespace}/{self.name}"
 
-    @property
-    def topology_href(self) -> str:
-        return url("/topology", job=self.workload)
-
     def matches(self, text: str, status: str, queue: str) -> bool:
         if status and self.status != status:
             return False
         if queue and queue not in (self.cluster_queue, self.local_queue):
             return False
         return not text or text in f"{self.namespace}/{self.name} {self.cluster_queue} {self.local_queue}"
-
-
-def _no_reason() -> str:
-    return ""
 
 
 def workload_status(info: WorkloadInfo) -> str:
@@ -93,31 +132,17 @@ def placed_nodes(info: WorkloadInfo) -> dict[str, int]:
     return found
 
 
-def _node_count(info: WorkloadInfo | None, pods: list[dict[str, Any]]) -> int:
-    if info is not None and info.admission is not None:
-        placed = placed_nodes(info)
-        if placed:
-            return len(placed)
-    bound = {pod["spec"].get("nodeName") for pod in pods if (pod.get("spec") or {}).get("nodeName")}
-    if bound:
-        return len(bound)
-    return sum(pod_set.count for pod_set in info.pod_sets) if info is not None else 0
-
-
 def _engine_row(engine: AdmissionEngine, info: WorkloadInfo, kind: str, name: str) -> JobRow:
-    status = workload_status(info)
     return JobRow(
-        kind=kind,
-        namespace=info.namespace,
-        name=name,
-        local_queue=info.local_queue,
-        cluster_queue=info.cluster_queue or "",
-        status=status,
-        created=info.created,
-        nodes=_node_count(info, []),
-        gpus=gpu_count(info),
-        workload=info.key,
-        explain=partial(waiting_reason, engine, info) if status in WAITING else _no_reason,
+        kind,
+        info.namespace,
+        name,
+        info.local_queue,
+        info.cluster_queue or "",
+        workload_status(info),
+        info.created,
+        info.key,
+        JobFacts(engine, info),
     )
 
 
@@ -161,39 +186,23 @@ def trainjob_row(
 ) -> JobRow:
     metadata = trainjob.get("metadata") or {}
     info = engine.workloads.get(workload) if engine is not None and workload else None
-    status = trainjob_status(trainjob, info)
-    created = parse_timestamp(metadata.get("creationTimestamp")) or time.time()
-    explain: Callable[[], str] = _no_reason
-    if status in WAITING and engine is not None and info is not None:
-        explain = partial(waiting_reason, engine, info)
+    trainer = (trainjob.get("spec") or {}).get("trainer") or {}
     return JobRow(
         kind="TrainJob",
         namespace=str(metadata.get("namespace") or "default"),
         name=str(metadata.get("name")),
         local_queue=str((metadata.get("labels") or {}).get(QUEUE_LABEL, "")),
         cluster_queue=(info.cluster_queue or "") if info is not None else "",
-        status=status,
-        created=created,
-        nodes=_node_count(info, pods),
-        gpus=gpu_count(info) if info is not None else _trainjob_gpus(trainjob),
+        status=trainjob_status(trainjob, info),
+        created=parse_timestamp(metadata.get("creationTimestamp")) or time.time(),
         workload=workload,
-        explain=explain,
+        facts=JobFacts(engine, info, pods, int(trainer.get("numNodes") or 1), _trainjob_gpus(trainjob)),
     )
 
 
 def local_row(run: LocalRun) -> JobRow:
-    return JobRow(
-        kind="local",
-        namespace="local",
-        name=run.name,
-        local_queue="",
-        cluster_queue="",
-        status=run.status,
-        created=parse_timestamp(run.started) or 0.0,
-        nodes=run.nodes,
-        gpus=run.gpus,
-        workload=None,
-    )
+    facts = JobFacts(None, None, planned_nodes=run.nodes, planned_gpus=run.gpus)
+    return JobRow("local", "local", run.name, "", "", run.status, parse_timestamp(run.started) or 0.0, None, facts)
 
 
 def owners(workloads: Iterable[dict[str, Any]]) -> dict[str, str]:
@@ -240,5 +249,6 @@ def build_rows(
             if key not in claimed:
                 rows.append(_engine_row(engine, info, "Workload", info.name))
     rows.extend(local_row(run) for run in local)
-    rows.sort(key=lambda r: (-r.created, r.namespace, r.name))
+    rows.sort(key=attrgetter("namespace", "name"))
+    rows.sort(key=attrgetter("created"), reverse=True)  # newest first; a stable sort keeps the names' order
     return rows
