@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -17,6 +18,8 @@ from dashboard.pages.layout import Page
 from dashboard.respond import DATA_KEY, STREAMS_KEY, render
 from dashboard.streams import line_feed
 from scheduler.kube import KubeError
+from scheduler.queues import QueueState, StartEstimate
+from simulations.whatif import estimate_start
 
 EVENTS_TIMEOUT = 5.0
 NODE_CONTAINER = "node"
@@ -43,14 +46,32 @@ def _container(pod: dict[str, Any]) -> str:
     return NODE_CONTAINER if NODE_CONTAINER in names else (names[0] if names else NODE_CONTAINER)
 
 
+async def _estimated(state: QueueState | None, detail: JobDetail) -> None:
+    """The story with an estimate of when the job could start, as `trainyard queues describe` gives it:
+    the current queues simulated with no new arrivals (in a thread: it is a whole simulation)."""
+    story = detail.story
+    if state is None or story is None or story.pending is None or detail.workload_key is None:
+        return
+    if not state.objects:  # the controllers' live engine: no objects to rehearse from
+        note = "run trainyard queues describe with --kubeconfig: this dashboard reads the controllers' engine"
+        detail.story = replace(story, estimate=StartEstimate(None, note))
+        return
+    estimate = await asyncio.to_thread(estimate_start, state, detail.workload_key)
+    detail.story = replace(story, estimate=estimate)
+
+
 async def job(request: web.Request) -> web.StreamResponse:
     data = request.app[DATA_KEY]
     namespace, name = request.match_info["namespace"], request.match_info["name"]
-    found = resolve(data, await data.state(), namespace, name)
+    state = await data.state()
+    found = resolve(data, state, namespace, name)
     if found is None:
         return _not_found(request, f"no TrainJob or Workload {namespace}/{name}")
     if isinstance(found, str):
         raise web.HTTPFound(f"/jobs/{namespace}/{found}")
+    estimate = request.query.get("estimate") == "1"
+    if estimate:
+        await _estimated(state, found)
     base = f"/jobs/{namespace}/{name}"
     no_lines: list[str] = []  # a pod's log arrives through its stream, from the start
     logs = [
@@ -58,7 +79,8 @@ async def job(request: web.Request) -> web.StreamResponse:
     ]
     if data.cluster is None:
         logs = []
-    return render(request, job_page(found, await _events(data, found), logs))
+    page = job_page(found, await _events(data, found), logs)
+    return render(request, replace(page, live=not estimate))
 
 
 async def _pod_log_lines(data: DashboardData, namespace: str, pod: str, follow: bool) -> AsyncIterator[str]:

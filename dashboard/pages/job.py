@@ -80,7 +80,20 @@ def story_view(story: WorkloadStory | None) -> Html:
             items.append(("placement", explanation.placement))
     for item in story.interruptions:
         items.append((item.kind, f"{item.reason} {item.when}: {item.message}"))
-    return tag("dl", [[tag("dt", label), tag("dd", value)] for label, value in items], class_="story")
+    return tag("dl", [[tag("dt", label), tag("dd", value)] for label, value in items], _estimate(story), class_="story")
+
+
+def _estimate(story: WorkloadStory) -> Html:
+    """The start estimate, or a link that asks for one (a simulation: only on request)."""
+    if story.pending is None:
+        return Html("")
+    estimate = story.estimate
+    if estimate is None:
+        ask = link("?estimate=1", "estimate when it could start (simulates the current queues)", id="estimate-link")
+        return Html(tag("dt", "estimated start") + tag("dd", ask))
+    seconds = estimate.seconds_from_now
+    when = "not within the simulated horizon" if seconds is None else f"in about {age(seconds)}"
+    return Html(tag("dt", "estimated start") + tag("dd", f"{when} ({estimate.assumption})", id="estimate"))
 
 
 def placement_table(detail: JobDetail) -> Html:

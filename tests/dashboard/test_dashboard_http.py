@@ -105,7 +105,7 @@ def _fragmented_cluster() -> StaticQueues:
     objects = [
         TopologyBuilder("default", BLOCK, "kubernetes.io/hostname").obj(),
         ResourceFlavorBuilder("gpu").topology("default").obj(),
-        ClusterQueueBuilder("team-a").quota("gpu", "nvidia.com/gpu", 12).obj(),
+        ClusterQueueBuilder("team-a").quota("gpu", "nvidia.com/gpu", 16).obj(),
         LocalQueueBuilder("default", "team-a").cluster_queue("team-a").obj(),
         *nodes,
     ]
@@ -171,3 +171,19 @@ def test_bad_input_is_one_clear_line(args: list[str], message: str, capsys: pyte
     assert stderr.startswith("trainyard dashboard: ")
     assert message in stderr
     assert "Traceback" not in stderr
+
+
+async def test_a_pending_jobs_page_tells_its_story_and_estimates_its_start_on_request(
+    session: aiohttp.ClientSession,
+) -> None:
+    server = DashboardServer(DashboardData("test", queues=_fragmented_cluster()))
+    await server.start()
+    try:
+        page = await _get(session, f"{server.url}/jobs/team-a/gang")
+        assert "insufficient unused quota for nvidia.com/gpu in flavor gpu" in page
+        assert 'id="estimate-link"' in page
+        estimated = await _get(session, f"{server.url}/jobs/team-a/gang?estimate=1")
+        # the 6-GPU pod runs its default hour; then quota and nodes hold the gang
+        assert re.search(r'<dd id="estimate">in about 1h \(every workload runs', estimated), estimated[-2000:]
+    finally:
+        await server.stop()
