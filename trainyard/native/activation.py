@@ -6,18 +6,17 @@ the modules the build compiled, and only while ``build/native/manifest.json`` ma
 sources: it checks the whole build once, at the first import of a compiled module, and serves all
 of it or none of it (compiled modules call each other natively, so a mix would be wrong). Until
 then, and whenever the check fails, the ordinary finders import the Python sources.
+
+Every interpreter of the virtualenv imports this module at start, so it imports only what the
+interpreter has loaded by then; reading the manifest waits for the first compiled module.
 """
 
 from __future__ import annotations
 
 import importlib.machinery
-import importlib.util
-import json
 import os
 import sys
-import sysconfig
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -32,13 +31,18 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
-@dataclass(frozen=True)
 class BuildState:
     """Whether the compiled modules can run, and if not, why in words."""
 
-    usable: bool
-    reason: str
-    runtime_module: str = ""  # mypyc's shared runtime module, named after the build
+    __slots__ = ("reason", "runtime_module", "usable")
+
+    def __init__(self, usable: bool, reason: str, runtime_module: str = "") -> None:
+        self.usable = usable
+        self.reason = reason
+        self.runtime_module = runtime_module  # mypyc's shared runtime module, named after the build
+
+    def __repr__(self) -> str:
+        return f"BuildState(usable={self.usable}, reason={self.reason!r})"
 
     @property
     def pure_asked(self) -> bool:
@@ -47,6 +51,9 @@ class BuildState:
 
 def check_build(build_dir: Path = BUILD_DIR, root: Path = ROOT, modules: Sequence[str] | None = None) -> BuildState:
     """Read the manifest and compare it with the sources now: usable, or why not."""
+    import json
+    import sysconfig
+
     if _flag(PURE_ENV):
         return BuildState(False, f"{PURE_ENV} is set")
     manifest_path = build_dir / "manifest.json"
@@ -78,6 +85,8 @@ def _unchanged(module: str, built: dict[str, str], root: Path) -> bool:
 
 def extension_path(build_dir: Path, module: str, runtime_module: str) -> Path:
     """Where the build keeps a compiled module: its package's folder, mypyc's runtime in ``runtime/``."""
+    import sysconfig
+
     suffix = str(sysconfig.get_config_var("EXT_SUFFIX"))
     if module == runtime_module:
         return build_dir / "runtime" / f"{module}{suffix}"
@@ -110,6 +119,8 @@ class CompiledModuleFinder:
             if _flag(REQUIRE_ENV) and not state.pure_asked:
                 raise ImportError(f"{fullname}: {state.reason} ({REQUIRE_ENV} is set)", name=fullname)
             return None
+        import importlib.util
+
         location = str(extension_path(self.build_dir, fullname, state.runtime_module))
         loader = importlib.machinery.ExtensionFileLoader(fullname, location)
         return importlib.util.spec_from_file_location(fullname, location, loader=loader)

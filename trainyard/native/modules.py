@@ -6,7 +6,6 @@ Makefile's dependencies of ``build/native``, so editing any of them makes ``make
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 # Per package, its modules compiled with mypyc: the code run per job, per event or per placement.
@@ -79,6 +78,8 @@ def source_path(module: str, root: Path = ROOT) -> Path:
 
 
 def source_digest(module: str, root: Path = ROOT) -> str:
+    import hashlib  # here: the activation hook imports this module in every interpreter
+
     return hashlib.sha256(source_path(module, root).read_bytes()).hexdigest()
 
 
