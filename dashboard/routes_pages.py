@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from aiohttp import web
 
 from dashboard.html import tag
@@ -55,6 +57,12 @@ async def set_quota(request: web.Request) -> web.StreamResponse:
     cluster_queue = request.match_info["cq"]
     if data.quota_writer is None:
         raise web.HTTPForbidden(text="this dashboard is read-only: start it with --allow-set-quota to change quotas")
+    origin = request.headers.get("Origin")
+    if origin is not None and urlsplit(origin).netloc != request.host:
+        # a form on another site posting here (the browser says where it came from): refused
+        raise web.HTTPForbidden(
+            text=f"a quota change from {origin} is refused: change quotas on the dashboard's own page"
+        )
     state = await data.state()
     if state is None:
         raise web.HTTPNotFound(text="no queues here")

@@ -225,7 +225,8 @@ def queues_page(
             class_="columns",
         ),
     ]
-    if selected is not None and selected in state.engine.model.cluster_queues:
-        content.append(pending_section(state, selected, _int(query, "offset") if on_pending else 0))
-        content.append(quota_section(state, selected, quota))
+    chosen = next((s for s in every if s.name == selected), None)
+    if chosen is not None:
+        content.append(pending_section(state, chosen.name, _int(query, "offset") if on_pending else 0))
+        content.append(quota_section(chosen, quota))
     return Page("Queues", tag("div", content), "/queues")

@@ -11,43 +11,42 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dashboard.html import Html, tag
-from scheduler.queues import QueueState, QuotaChange, QuotaChangeError, QuotaPlan, plan_quota_change
+from scheduler.queues import (
+    ClusterQueueSummary,
+    QueueState,
+    QuotaChange,
+    QuotaChangeError,
+    QuotaPlan,
+    plan_quota_change,
+)
 
 FIELDS = (("flavor", "flavor"), ("resource", "resource"), ("nominal", "nominal quota"))
 OPTIONAL = (("borrowing_limit", "borrowing limit"), ("lending_limit", "lending limit"))
 
 
-def quota_section(state: QueueState, cluster_queue: str, enabled: bool) -> Html:
+def quota_section(summary: ClusterQueueSummary, enabled: bool) -> Html:
+    """The form for one of the queue's quotas (its first flavor and resource filled in), or why there is none."""
     if not enabled:
         return tag(
             "p",
             "Read-only: start the dashboard with --allow-set-quota to change quotas here "
-            f"(or run trainyard queues set-quota {cluster_queue} ...).",
+            f"(or run trainyard queues set-quota {summary.name} ...).",
             class_="muted",
             id="quota",
         )
-    summary_lines = state.engine.model.cluster_queues[cluster_queue].node.nominal
-    first = next(iter(summary_lines), ("", ""))
+    first = summary.resources[0] if summary.resources else None
+    filled = {"flavor": first.flavor if first else "", "resource": first.resource if first else ""}
     inputs = [
-        tag(
-            "label",
-            label,
-            tag(
-                "input",
-                name=name,
-                value=first[0] if name == "flavor" else first[1] if name == "resource" else "",
-                required=True,
-            ),
-        )
+        tag("label", label, tag("input", name=name, value=filled.get(name, ""), required=True))
         for name, label in FIELDS
     ] + [tag("label", label, tag("input", name=name, placeholder="unchanged")) for name, label in OPTIONAL]
     return tag(
         "form",
-        tag("h2", f"Change a quota of {cluster_queue}"),
+        tag("h2", f"Change a quota of {summary.name}"),
         inputs,
         tag("button", "check the change"),
         method="post",
-        action=f"/queues/{cluster_queue}/quota",
+        action=f"/queues/{summary.name}/quota",
         class_="quota",
         id="quota",
     )

@@ -83,6 +83,10 @@ async def test_a_quota_change_is_checked_shown_then_applied_to_the_file(
             assert "apply" in text
             assert "12" in text
         assert "nominalQuota: 12" not in (objects / "queues.yaml").read_text(), "shown, not applied"
+        elsewhere = {"Origin": "http://elsewhere.example"}
+        confirmed = {**form, "confirm": "yes"}
+        async with session.post(f"{server.url}/queues/team-a/quota", data=confirmed, headers=elsewhere) as forged:
+            assert forged.status == 403, "another site's form cannot change a quota"
         async with session.post(f"{server.url}/queues/team-a/quota", data={**form, "confirm": "yes"}) as applied:
             assert "edited in place" in await applied.text()
         assert "nominalQuota: 12" in (objects / "queues.yaml").read_text()
