@@ -86,6 +86,15 @@ class DashboardData:
         self._memo[name] = (key, value)
         return value
 
+    async def warm(self) -> None:
+        """Work out what every page reads first (the queues, their summaries, the jobs' rows, the
+        topology's layouts), so the first visitor does not wait for it."""
+        state = await self.state()
+        if state is not None:
+            await self.layouts.get(state.engine)
+        await self.summaries()
+        await self.rows()
+
     async def rows(self) -> list[JobRow]:
         state = await self.state()
 

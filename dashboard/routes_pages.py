@@ -33,7 +33,9 @@ async def jobs(request: web.Request) -> web.StreamResponse:
 
 async def topology(request: web.Request) -> web.StreamResponse:
     data = request.app[DATA_KEY]
-    page = topology_page(await data.state(), data.layouts, query(request))
+    state = await data.state()
+    layouts = await data.layouts.get(state.engine) if state is not None else []
+    page = topology_page(state, layouts, query(request))
     return render(request, page, stale=data.layouts.stale)
 
 

@@ -48,6 +48,7 @@ def build_app(data: DashboardData, *, poll_seconds: float = 0.3) -> web.Applicat
 
     async def end_streams(app: web.Application) -> None:
         await app[STREAMS_KEY].close_all()
+        await data.layouts.close()
 
     app.on_shutdown.append(end_streams)
     app.router.add_get("/", home)
@@ -68,6 +69,7 @@ class DashboardServer:
     def __init__(
         self, data: DashboardData, *, host: str = "127.0.0.1", port: int = 0, poll_seconds: float = 0.3
     ) -> None:
+        self.data = data
         self.app = build_app(data, poll_seconds=poll_seconds)
         self.host = host
         self.port = port
@@ -79,6 +81,7 @@ class DashboardServer:
         return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
+        await self.data.warm()
         # handler_cancellation: a stream whose browser went away ends at once
         runner = web.AppRunner(
             self.app, access_log=None, handle_signals=False, handler_cancellation=True, shutdown_timeout=1.0

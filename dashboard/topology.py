@@ -12,12 +12,15 @@ dozen boxes until someone drills down.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dashboard.jobs import GPU, placed_nodes
+from runtimes.k8s.core import Node
+from scheduler.api.kueue import ResourceFlavor, Topology
 from scheduler.engine import AdmissionEngine, WorkloadState
 from scheduler.topology import HOSTNAME_LABEL, NodeInfo, build_topology_graph
 from simulations.fragmentation import stranded_gpus
@@ -64,22 +67,41 @@ class Domain:
         return self.gpus - self.unavailable - sum(self.used.values())
 
 
-def _layouts(engine: AdmissionEngine) -> list[FlavorLayout]:
-    model = engine.model
-    nodes = list(model.nodes.values())
+@dataclass(frozen=True)
+class LayoutInputs:
+    """What the layouts are made of, taken from the engine in one go (the event loop's thread may
+    change the engine while a layout is built in another)."""
+
+    nodes: list[Node]
+    flavors: list[ResourceFlavor]
+    topologies: dict[str, Topology]
+
+    @classmethod
+    def of(cls, engine: AdmissionEngine) -> LayoutInputs:
+        model = engine.model
+        flavors = sorted(model.flavors.values(), key=lambda f: f.name)
+        return cls(list(model.nodes.values()), flavors, dict(model.topologies))
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        objects: list[object] = [*self.nodes, *self.flavors, *self.topologies.values()]
+        return (len(self.nodes), *map(id, objects))
+
+
+def build_layouts(inputs: LayoutInputs) -> list[FlavorLayout]:
     layouts: list[FlavorLayout] = []
     placed: set[str] = set()
-    for flavor in sorted(model.flavors.values(), key=lambda f: f.name):
-        topology = model.topologies.get(flavor.spec.topology_name or "")
+    for flavor in inputs.flavors:
+        topology = inputs.topologies.get(flavor.spec.topology_name or "")
         if topology is None:
             continue
         try:
-            graph = build_topology_graph(topology, flavor, nodes)
+            graph = build_topology_graph(topology, flavor, inputs.nodes)
         except ValueError:
             continue  # an invalid Topology: the webhook refuses it, the engine places nothing on it
         layouts.append(FlavorLayout(flavor.name, graph.levels, graph.nodes))
         placed.update(info.name for info in graph.nodes)
-    rest = sorted((n for n in nodes if n.name not in placed), key=lambda n: n.name)
+    rest = sorted((n for n in inputs.nodes if n.name not in placed), key=lambda n: n.name)
     if rest:
         infos = [NodeInfo.from_node(node, (HOSTNAME_LABEL,)) for node in rest]
         layouts.append(FlavorLayout(NO_TOPOLOGY, (HOSTNAME_LABEL,), infos))
@@ -87,28 +109,43 @@ def _layouts(engine: AdmissionEngine) -> list[FlavorLayout]:
 
 
 class LayoutCache:
-    """Layouts rebuilt when a Node, flavor or Topology object changed, at most every
-    ``min_seconds``: 10,000 nodes take about a second to arrange, and on a large cluster some
-    Node's status changes every second. What the GPUs are used for is never cached."""
+    """The layouts, rebuilt in a thread when a Node, flavor or Topology object changed, at most
+    every ``min_seconds``: 10,000 nodes take about a second to arrange, and on a large cluster
+    some Node's status changes every second. Until a rebuild lands the page shows the previous
+    layouts and says it is stale (it refreshes itself). What the GPUs are used for is never cached."""
 
     def __init__(self, min_seconds: float = 5.0) -> None:
         self.min_seconds = min_seconds
         self._key: tuple[int, ...] | None = None
         self._built_at = 0.0
         self._layouts: list[FlavorLayout] = []
-        self.stale = False  # the last layouts handed out predate a change (rebuilt when due)
+        self._building: asyncio.Task[None] | None = None
+        self.stale = False  # the last layouts handed out predate a change (a rebuild is on its way)
 
-    def get(self, engine: AdmissionEngine) -> list[FlavorLayout]:
-        model = engine.model
-        objects: list[object] = [*model.nodes.values(), *model.flavors.values(), *model.topologies.values()]
-        key = (len(model.nodes), *map(id, objects))
-        due = self._key is None or time.monotonic() - self._built_at >= self.min_seconds
-        if key != self._key and due:
-            self._layouts = _layouts(engine)
-            self._key = key
-            self._built_at = time.monotonic()
+    async def get(self, engine: AdmissionEngine) -> list[FlavorLayout]:
+        inputs = LayoutInputs.of(engine)
+        key = inputs.key
+        if self._key is None:  # nothing to show yet: build now
+            await self._build(inputs, key)
+        elif key != self._key and self._building is None:
+            due = time.monotonic() - self._built_at >= self.min_seconds
+            if due:
+                self._building = asyncio.create_task(self._build(inputs, key), name="dashboard-layouts")
         self.stale = key != self._key
         return self._layouts
+
+    async def _build(self, inputs: LayoutInputs, key: tuple[int, ...]) -> None:
+        try:
+            self._layouts = await asyncio.to_thread(build_layouts, inputs)
+            self._key = key
+            self._built_at = time.monotonic()
+        finally:
+            self._building = None
+
+    async def close(self) -> None:
+        """Wait for a rebuild in flight (a server stopping leaves no task behind)."""
+        if self._building is not None:
+            await asyncio.gather(self._building, return_exceptions=True)
 
 
 def usage_by_node(engine: AdmissionEngine) -> dict[str, dict[str, int]]:

@@ -14,7 +14,6 @@ from dashboard.pages.layout import Page, bar, queue_colour
 from dashboard.topology import (
     Domain,
     FlavorLayout,
-    LayoutCache,
     domains_under,
     flavor_total,
     job_nodes,
@@ -129,8 +128,7 @@ def _pick(layouts: list[FlavorLayout], query: Mapping[str, str]) -> tuple[Flavor
     return chosen, path
 
 
-def topology_page(state: QueueState | None, layouts_cache: LayoutCache, query: Mapping[str, str]) -> Page:
-    layouts = layouts_cache.get(state.engine) if state is not None else []
+def topology_page(state: QueueState | None, layouts: list[FlavorLayout], query: Mapping[str, str]) -> Page:
     if state is None or not layouts:
         return Page("Topology", tag("p", "no nodes known to the engine", class_="muted"), "/topology")
     engine = state.engine
