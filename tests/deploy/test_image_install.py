@@ -41,11 +41,12 @@ def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
     return instructions
 
 
-def pip_installs(text: str) -> list[tuple[list[str], dict[str, str]]]:
-    """Each ``RUN ... pip install ARGS`` as (ARGS, {bind mount target: source})."""
+def pip_commands(text: str) -> list[tuple[list[str], dict[str, str]]]:
+    """Each ``pip ...`` command of the RUN instructions that call pip (commands joined by ``&&``),
+    as (its words after ``pip``, {bind mount target: source})."""
     found = []
     for keyword, rest in dockerfile_instructions(text):
-        if keyword != "RUN" or "pip install" not in rest:
+        if keyword != "RUN" or "pip " not in rest:
             continue
         words = shlex.split(rest)
         mounts: dict[str, str] = {}
@@ -53,10 +54,10 @@ def pip_installs(text: str) -> list[tuple[list[str], dict[str, str]]]:
             options = dict(part.split("=", 1) for part in words.pop(0)[len("--mount=") :].split(",") if "=" in part)
             assert options.get("type") == "bind", f"only bind mounts are understood here, not {options}"
             mounts[options["target"]] = options.get("source", ".")
-        command = " ".join(words).split("&&")[0]
-        args = shlex.split(command)
-        assert args[:2] == ["pip", "install"], f"the install step should start with pip install: {command!r}"
-        found.append((args[2:], mounts))
+        for command in " ".join(words).split("&&"):
+            args = shlex.split(command)
+            assert args[:1] == ["pip"], f"every command of the install step should be pip: {command!r}"
+            found.append((args[1:], mounts))
     return found
 
 
@@ -80,16 +81,26 @@ def build_context(destination: Path) -> Path:
 
 
 def test_dockerfile_is_parsed_into_its_install_step() -> None:
-    installs = pip_installs(DOCKERFILE.read_text())
-    assert len(installs) == 1
-    args, mounts = installs[0]
-    assert mounts == {"/src": "."}
-    assert args[-1] == "/src"
-    assert not any("train" in arg for arg in args), "the image must not install the train extra (torch)"
+    commands = pip_commands(DOCKERFILE.read_text())
+    assert [args for args, _ in commands] == [
+        ["install", "--no-cache-dir", "--require-hashes", "--no-deps", "-r", "/src/image-requirements.txt"],
+        ["install", "--no-cache-dir", "--no-deps", "--no-build-isolation", "/src"],
+        ["check"],
+    ]
+    assert all(mounts == {"/src": "."} for _, mounts in commands)
+    assert not any("train" in arg for args, _ in commands for arg in args), "the image must not install torch"
     instructions = dict(dockerfile_instructions(DOCKERFILE.read_text()))
-    assert instructions["FROM"] == "python:3.11-slim"
+    assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", instructions["FROM"]), "the base is pinned by digest"
     assert instructions["USER"].split(":")[0].isdigit(), "a numeric USER lets the kubelet check runAsNonRoot"
     assert instructions["ENTRYPOINT"] == '["trainyard"]'
+
+
+def _in_context(arg: str, mounts: dict[str, str], context: Path) -> str:
+    """``arg`` with a path under a bind mount's target rewritten to the same path in ``context``."""
+    for target, source in mounts.items():
+        if arg == target or arg.startswith(target + "/"):
+            return str(context / source / arg[len(target) :].lstrip("/"))
+    return arg
 
 
 @pytest.mark.slow
@@ -101,12 +112,12 @@ def test_image_dependency_set_serves_without_torch(tmp_path: Path) -> None:
     python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    for args, mounts in pip_installs(DOCKERFILE.read_text()):
+    for args, mounts in pip_commands(DOCKERFILE.read_text()):
         # The mount targets are where the build sees the context; --no-cache-dir keeps the image
         # small but would make every test run download everything again, and changes nothing
         # about what is installed.
-        local = [str(context / mounts[a]) if a in mounts else a for a in args if a != "--no-cache-dir"]
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *local], check=True, env=env, timeout=400)
+        local = [_in_context(arg, mounts, context) for arg in args if arg != "--no-cache-dir"]
+        subprocess.run([str(python), "-m", "pip", *local], check=True, env=env, timeout=400)
 
     outside = tmp_path / "elsewhere"  # not the source tree: imports must come from the virtualenv
     outside.mkdir()

@@ -53,6 +53,7 @@ def test_install_holds_the_whole_service(installed: list[dict[str, Any]]) -> Non
             "Certificate",
             "Service",
             "Deployment",
+            "NetworkPolicy",
             "MutatingWebhookConfiguration",
             "ValidatingWebhookConfiguration",
             "PodDisruptionBudget",
@@ -179,17 +180,18 @@ def test_controller_rbac_is_exactly_the_controllers_needs(installed: list[dict[s
         for group in rule["apiGroups"]
         for resource in rule["resources"]
     }
-    read = {"get", "list", "watch"}
-    assert granted[("trainer.kubeflow.org", "trainjobs")] == read | {"update", "patch"}
-    assert granted[("trainer.kubeflow.org", "trainjobs/status")] == {"update", "patch"}
-    assert granted[("kueue.x-k8s.io", "workloads")] == read | {"create", "delete"}
-    assert granted[("kueue.x-k8s.io", "workloads/status")] == {"update", "patch"}
-    assert granted[("jobset.x-k8s.io", "jobsets")] == read | {"create", "patch", "delete"}
-    assert granted[("", "pods")] == {"list", "watch", "update", "patch"}
-    assert granted[("", "events")] == {"create", "patch"}
+    watch = {"list", "watch"}  # informers: they never get a single object
+    assert granted[("trainer.kubeflow.org", "trainjobs")] == watch | {"update", "patch"}
+    assert granted[("trainer.kubeflow.org", "trainjobs/status")] == {"patch"}
+    assert granted[("kueue.x-k8s.io", "workloads")] == watch | {"create", "get"}
+    assert granted[("kueue.x-k8s.io", "workloads/status")] == {"patch"}
+    assert granted[("jobset.x-k8s.io", "jobsets")] == watch | {"create", "delete"}
+    assert granted[("scheduling.x-k8s.io", "podgroups")] == {"create"}
+    assert granted[("", "pods")] == {"list", "watch", "update"}
+    assert granted[("", "events")] == {"create"}
     assert granted[("trainer.kubeflow.org", "trainjobs/finalizers")] == {"update"}
     for secret_like in ("secrets", "configmaps"):
-        assert granted[("", secret_like)] == {"create", "get"}, "no Secret is listed or watched"
+        assert granted[("", secret_like)] == {"create"}, "no Secret is read, listed or watched"
     assert not any("delete" in verbs for key, verbs in granted.items() if key[1] in {"pods", "secrets", "nodes"})
     lease = one(installed, "Role", "trainyard-leader-election")
     by_verbs = {tuple(sorted(rule["verbs"])): rule for rule in lease["rules"]}

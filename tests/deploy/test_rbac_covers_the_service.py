@@ -6,75 +6,14 @@ namespace, resourceNames)."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
+from rbac_support import JOBSET_COMPLETED, allowed, granted_rules, served_requests, until
 
-from sandbox.apiserver.routes import parse_target
 from sandbox.embedded import LocalCluster
 from scheduler.controllers.constants import RUNTIME_PATCH_MANAGER
 from scheduler.controllers.launcher import LauncherMode
 from trainyard.benchmarks.controller import queue_objects, trainjob
-
-ROOT = Path(__file__).resolve().parents[2]
-RBAC_FILES = [
-    ROOT / "manifests" / "webhook" / "rbac.yaml",
-    ROOT / "manifests" / "install" / "controller-rbac.yaml",
-    ROOT / "manifests" / "install" / "leader-election-rbac.yaml",
-]
-SERVICE_NAMESPACE = "trainyard-system"
-
-
-def granted_rules() -> list[tuple[dict[str, Any], str | None]]:
-    """(rule, namespace it applies in: None for a ClusterRole's rules)."""
-    rules = []
-    for path in RBAC_FILES:
-        for document in yaml.safe_load_all(path.read_text()):
-            if document and document["kind"] in {"ClusterRole", "Role"}:
-                scope = document["metadata"].get("namespace") if document["kind"] == "Role" else None
-                rules.extend((rule, scope) for rule in document["rules"])
-    return rules
-
-
-def allowed(
-    rules: list[tuple[dict[str, Any], str | None]],
-    verb: str,
-    group: str,
-    resource: str,
-    namespace: str | None,
-    name: str | None,
-) -> bool:
-    for rule, scope in rules:
-        if scope is not None and scope != namespace:
-            continue
-        if group not in rule["apiGroups"] or resource not in rule["resources"] or verb not in rule["verbs"]:
-            continue
-        names = rule.get("resourceNames")
-        if names and (name is None or name not in names):
-            continue
-        return True
-    return False
-
-
-async def until(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-COMPLETED = {
-    "type": "Completed",
-    "status": "True",
-    "reason": "AllJobsCompleted",
-    "message": "jobset completed successfully",
-    "lastTransitionTime": "2026-01-01T00:00:00Z",
-}
 
 
 @pytest.mark.parametrize("launcher_mode", ["jobset", "trainer"])
@@ -109,29 +48,20 @@ async def test_every_request_the_controllers_make_is_granted(launcher_mode: Laun
         # other job is admitted and launched.
         if launcher_mode == "jobset":
             done = server.store.get(jobset_type, namespace, first)
-            done["status"] = {"conditions": [COMPLETED], "terminalState": "Completed"}
+            done["status"] = {"conditions": [JOBSET_COMPLETED], "terminalState": "Completed"}
             server.store.update(jobset_type, namespace, first, done, status=True)
         else:
             done = server.store.get(trainjob_type, namespace, first)
-            done["status"] = {"conditions": [dict(COMPLETED, type="Complete")]}
+            done["status"] = {"conditions": [dict(JOBSET_COMPLETED, type="Complete")]}
             server.store.update(trainjob_type, namespace, first, done, status=True)
         await until(lambda: launched() == {"first", "second"}, "the other TrainJob launched once the first finished")
         await asyncio.sleep(0.3)  # status mirroring and Events settle
         await replica.stop()
 
     rules = granted_rules()
-    refused = set()
-    for request in server.requests:
-        target = parse_target(server.registry, request.path)
-        resource = target.rtype.plural + (f"/{target.subresource}" if target.subresource else "")
-        namespace_of = target.namespace
-        if target.rtype.plural == "leases":
-            # LocalCluster elects in "default"; the Deployment's Lease lives in the service's namespace.
-            namespace_of = SERVICE_NAMESPACE
-        if not allowed(rules, request.verb, target.rtype.group, resource, namespace_of, target.name):
-            refused.add(f"{request.verb} {target.rtype.group or 'core'}/{resource}")
-    assert refused == set()
-    verbs = {(r.verb, parse_target(server.registry, r.path).rtype.plural) for r in server.requests}
+    requests = served_requests(server)
+    assert {str(request) for request in requests if not allowed(rules, request)} == set()
+    verbs = {(request.verb, request.resource) for request in requests}
     # the run did exercise the writes the RBAC is about
     launch_write = ("create", "jobsets") if launcher_mode == "jobset" else ("update", "trainjobs")
     for expected in [("create", "workloads"), launch_write, ("patch", "trainjobs"), ("create", "leases")]:

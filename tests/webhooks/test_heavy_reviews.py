@@ -8,13 +8,13 @@ the webhook configuration's timeoutSeconds, allowed or refused with a reason the
 from __future__ import annotations
 
 import asyncio
+import http.client
 import itertools
 import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 import yaml
 from webhook_support import Webhook, review, start_webhook, stop_webhook, wide_trainjob
@@ -41,37 +41,43 @@ def timeout_seconds(webhook_name: str) -> float:
 
 
 class HealthProbes:
-    """GET /healthz every 50 ms on a connection of its own, timing each answer, until stopped."""
+    """GET /healthz every 50 ms, as the kubelet probes: a new TLS connection each time, from a thread
+    of its own (not the server's event loop, which a blocking review would freeze along with the
+    server), timing each answer until stopped."""
 
     def __init__(self, webhook: Webhook, ca_pem: bytes) -> None:
-        self.url = webhook.url + "/healthz"
-        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_context(ca_pem), limit=1))
+        self.port = webhook.server.port
+        self.context = client_context(ca_pem)
         self.latencies: list[float] = []
-        self.stop = asyncio.Event()
-        self.task = asyncio.create_task(self._run())
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="health-probes", daemon=True)
+        self.thread.start()
 
-    async def _run(self) -> None:
-        while not self.stop.is_set():
+    def _run(self) -> None:
+        while not self.stopped.is_set():
             started = time.perf_counter()
-            async with self.session.get(self.url) as response:
-                assert response.status == 200
-                assert await response.text() == "ok"
-            self.latencies.append(time.perf_counter() - started)
-            await asyncio.sleep(0.05)
+            connection = http.client.HTTPSConnection("localhost", self.port, context=self.context, timeout=10)
+            try:
+                connection.request("GET", "/healthz")
+                response = connection.getresponse()
+                answered = (response.status, response.read()) == (200, b"ok")
+            except OSError:  # refused, reset or timed out: a failed probe
+                answered = False
+            finally:
+                connection.close()
+            self.latencies.append(time.perf_counter() - started if answered else float("inf"))
+            time.sleep(0.05)
 
     async def finish(self) -> list[float]:
-        self.stop.set()
-        try:
-            await self.task
-        finally:
-            await self.session.close()
+        self.stopped.set()
+        await asyncio.to_thread(self.thread.join)
         return self.latencies
 
 
 @pytest.fixture
 async def probed(webhook: Webhook, tls_bundle: SelfSignedBundle) -> AsyncIterator[tuple[Webhook, HealthProbes]]:
     probes = HealthProbes(webhook, tls_bundle.ca.cert_pem)
-    while not probes.latencies:  # the probe connection is open and answered before the review starts
+    while not probes.latencies:  # probes are answered before the review starts
         await asyncio.sleep(0.01)
     yield webhook, probes
     await probes.finish()
