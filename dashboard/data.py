@@ -55,14 +55,15 @@ class DashboardData:
     def _local_signature(self) -> int:
         if self.local is None or not self.local.jobs_dir.is_dir():
             return 0
+        # trainjob.json carries the status and the latest metrics (written at most once a second);
+        # the logs are followed by their own streams and change no page
         total = 0
         for directory in self.local.jobs_dir.iterdir():
-            for name in ("trainjob.json", "logs/all.log"):
-                try:
-                    stat = (directory / name).stat()
-                except OSError:
-                    continue
-                total += stat.st_mtime_ns // 1_000_000 + stat.st_size
+            try:
+                stat = (directory / "trainjob.json").stat()
+            except OSError:
+                continue
+            total += stat.st_mtime_ns // 1_000_000 + stat.st_size
         return total
 
     def stale(self) -> bool:

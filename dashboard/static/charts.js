@@ -30,7 +30,7 @@ window.trainyardCharts = (function () {
     const a = Math.abs(v);
     if (a >= 1e6) return (v / 1e6).toFixed(1) + "M";
     if (a >= 1e4) return (v / 1e3).toFixed(0) + "k";
-    if (a >= 100 || Number.isInteger(v)) return v.toFixed(0);
+    if (a >= 10 || Number.isInteger(v)) return v.toFixed(0);
     return v.toFixed(2);
   }
 
@@ -121,7 +121,7 @@ window.trainyardCharts = (function () {
     return [svg];
   }
 
-  function draw(container, key, spec) {
+  function draw(key, spec) {
     const figure = document.createElement("figure");
     figure.className = "chart";
     figure.dataset.chart = key;
@@ -130,7 +130,7 @@ window.trainyardCharts = (function () {
     figure.append(caption);
     const parts = key === "waits" ? cdfs(spec) : key === "tiers" ? bars(spec) : lines(spec);
     figure.append(...parts);
-    container.append(figure);
+    return figure;
   }
 
   async function fill(container) {
@@ -138,13 +138,14 @@ window.trainyardCharts = (function () {
     const response = await fetch(container.dataset.charts);
     const data = response.ok ? await response.json() : { note: await response.text() };
     const keys = Object.keys(data).filter((k) => k !== "note");
-    for (const key of keys) draw(container, key, data[key]);
+    const figures = keys.map((key) => draw(key, data[key]));
     if (!keys.length) {
       const note = document.createElement("p");
       note.className = "muted";
       note.textContent = data.note || "nothing reported yet";
-      container.append(note);
+      figures.push(note);
     }
+    container.replaceChildren(...figures); // the previous drawing stays until this one is ready
     container.dataset.drawn = String(keys.length);
   }
 

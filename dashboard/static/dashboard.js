@@ -12,7 +12,13 @@
       document.body.dataset.error = String(response.status);
       return;
     }
+    // charts keep their drawing while the new data loads: no blank flash on every refresh
+    const drawn = new Map();
+    for (const old of content().querySelectorAll("[data-charts]")) drawn.set(old.dataset.charts, [...old.childNodes]);
     content().innerHTML = text;
+    for (const fresh of content().querySelectorAll("[data-charts]")) {
+      if (drawn.has(fresh.dataset.charts)) fresh.append(...drawn.get(fresh.dataset.charts));
+    }
     if (push) history.pushState(null, "", href);
     wire();
     document.body.dataset.swaps = String(Number(document.body.dataset.swaps || 0) + 1);

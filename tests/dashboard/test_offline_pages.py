@@ -93,6 +93,7 @@ async def test_a_local_runs_log_is_followed_live_and_its_metrics_charted(tmp_pat
             log.write("[node-1/rank-1] epoch 1 done\n[node-0/rank-0] not this rank\n")
         await page.wait_for_function(f"document.querySelector('{rank}').textContent.includes('epoch 1 done')")
         assert "not this rank" not in (await page.text_content(rank) or "")
+        await page.wait_for_selector('.charts[data-drawn="3"]')
         await screenshot(page, "local-run")
     finally:
         await server.stop()
