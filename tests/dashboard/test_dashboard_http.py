@@ -191,3 +191,23 @@ async def test_a_pending_jobs_page_tells_its_story_and_estimates_its_start_on_re
         assert re.search(r'<dd id="estimate">in about 1h \(every workload runs', estimated), estimated[-2000:]
     finally:
         await server.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["serve", "webhook", "--self-signed", "--dashboard-port", "8765"],
+            "use it with `trainyard serve` (no SERVICE)",
+        ),
+        (["serve", "--self-signed", "--dashboard-port", "99999"], "--dashboard-port 99999 is not a TCP port"),
+        (["sandbox", "up", "--dashboard-port", "99999"], "--dashboard-port 99999 is not a TCP port"),
+    ],
+)
+def test_the_dashboard_options_of_serve_and_sandbox_refuse_bad_input(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    stderr = capsys.readouterr().err
+    assert message in stderr
+    assert "Traceback" not in stderr

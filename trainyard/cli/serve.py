@@ -170,6 +170,10 @@ def _controller_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dashboard_port is not None and args.service is not None:
+        raise UserError("--dashboard-port serves the controllers' queues: use it with `trainyard serve` (no SERVICE)")
+    if args.dashboard_port is not None and not 0 <= args.dashboard_port <= 65535:
+        raise UserError(f"--dashboard-port {args.dashboard_port} is not a TCP port; use 1-65535 (0 picks a free one)")
     if args.service == "controller":
         if args.objects is not None:
             raise UserError("'serve controller' works against a cluster: use --kubeconfig PATH or run it in a Pod")
@@ -186,8 +190,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--context needs --kubeconfig PATH")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port} is not a TCP port; use 1-65535 (0 picks a free one)")
-    if args.dashboard_port is not None and not 0 <= args.dashboard_port <= 65535:
-        raise UserError(f"--dashboard-port {args.dashboard_port} is not a TCP port; use 1-65535 (0 picks a free one)")
     if args.requestheader_allowed_names is not None and args.requestheader_client_ca_file is None:
         raise UserError("--requestheader-allowed-names needs --requestheader-client-ca-file FILE")
     from trainyard.cli.serve_webhook import serve_webhook
