@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--speedup must be positive, got {args.speedup:g}")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
+    if not 0 <= args.dashboard_port <= 65535:
+        raise UserError(f"--dashboard-port {args.dashboard_port} is not a TCP port; use 1-65535 (0 picks a free one)")
     if args.duration is not None and args.duration <= 0:
         raise UserError(f"--duration must be positive, got {args.duration:g}")
     out: Path = args.kubeconfig_out
