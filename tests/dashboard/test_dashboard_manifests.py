@@ -47,10 +47,12 @@ def test_the_dashboard_is_the_install_plus_a_service_behind_a_network_policy() -
 
 
 def test_only_the_authenticating_proxy_reaches_the_dashboard_port() -> None:
-    policy = _one(build(DASHBOARD), "NetworkPolicy")
-    rules = policy["spec"]["ingress"]
-    open_ports = [p["port"] for rule in rules if "from" not in rule for p in rule["ports"]]
-    assert open_ports == ["https"], "the webhook stays reachable from the API server"
-    (guarded,) = [rule for rule in rules if "from" in rule]
-    assert [p["port"] for p in guarded["ports"]] == ["dashboard"]
-    assert guarded["from"][0]["podSelector"]["matchLabels"] == {"trainyard.io/dashboard-proxy": "true"}
+    documents = build(DASHBOARD)
+    policies = {d["metadata"]["name"]: d for d in documents if d["kind"] == "NetworkPolicy"}
+    (rule,) = policies["trainyard-dashboard"]["spec"]["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [8765]
+    assert rule["from"] == [
+        {"namespaceSelector": {}, "podSelector": {"matchLabels": {"trainyard.io/dashboard-proxy": "true"}}}
+    ]
+    opened = {p["port"] for policy in policies.values() for r in policy["spec"]["ingress"] for p in r["ports"]}
+    assert opened == {8765, 9443}, "policies add up: the dashboard's opens its own port and no other"
