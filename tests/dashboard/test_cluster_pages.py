@@ -125,8 +125,10 @@ async def test_selecting_a_job_highlights_its_nodes_on_the_topology(cluster: Clu
             ".domain.highlight .job-pods", "els => els.map(e => parseInt(e.textContent))"
         )
         assert sum(pods) == 2
-        await screenshot(page, "topology")
+        shot = False  # the first level with more than one domain makes the README's picture
         while not await page.query_selector(".domain.node"):
+            if not shot and len(await page.query_selector_all("a.domain")) > 1:
+                shot = bool(await screenshot(page, "topology"))
             swaps = await page.evaluate("Number(document.body.dataset.swaps || 0)")
             await page.click("a.domain.highlight")
             await page.wait_for_function(f"Number(document.body.dataset.swaps || 0) > {swaps}")
