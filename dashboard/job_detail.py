@@ -46,7 +46,7 @@ class JobDetail:
 
 
 def placement_of(state: QueueState, key: str) -> tuple[tuple[str, ...], list[PlacedPod]]:
-    info = state.engine.workloads.get(key)
+    info = state.engine.workload(key)
     admission = info.admission if info is not None else None
     if admission is None:
         return (), []
@@ -83,13 +83,13 @@ def resolve(data: DashboardData, state: QueueState | None, namespace: str, name:
             if reference.get("kind") == "TrainJob":
                 return str(reference.get("name"))
         key = f"{namespace}/{name}"
-        if workload is None and (state is None or key not in state.engine.workloads):
+        if workload is None and (state is None or state.engine.workload(key) is None):
             return None
     detail = JobDetail("TrainJob" if trainjob is not None else "Workload", namespace, name, trainjob, workload, key)
-    if state is not None and key is not None and key in state.engine.workloads:
+    info = state.engine.workload(key) if state is not None and key is not None else None
+    if state is not None and key is not None and info is not None:
         detail.story = describe_workload(state, key)
         detail.levels, detail.placement = placement_of(state, key)
-        info = state.engine.workloads[key]
         if detail.workload is None and info.source is not None:
             detail.workload = info.source.to_dict()
     if trainjob is not None and data.objects is not None:

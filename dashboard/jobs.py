@@ -185,7 +185,7 @@ def trainjob_row(
     engine: AdmissionEngine | None, trainjob: dict[str, Any], workload: str | None, pods: list[dict[str, Any]]
 ) -> JobRow:
     metadata = trainjob.get("metadata") or {}
-    info = engine.workloads.get(workload) if engine is not None and workload else None
+    info = engine.workload(workload) if engine is not None and workload else None
     trainer = (trainjob.get("spec") or {}).get("trainer") or {}
     return JobRow(
         kind="TrainJob",
@@ -245,8 +245,8 @@ def build_rows(
         job = (str(metadata.get("namespace")), str(metadata.get("name")))
         rows.append(trainjob_row(engine, trainjob, workload, pods_by_job.get(job, [])))
     if engine is not None:
-        for key, info in engine.workloads.items():
-            if key not in claimed:
+        for info in engine.all_workloads():
+            if info.key not in claimed:
                 rows.append(_engine_row(engine, info, "Workload", info.name))
     rows.extend(local_row(run) for run in local)
     rows.sort(key=attrgetter("namespace", "name"))

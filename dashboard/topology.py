@@ -78,9 +78,8 @@ class LayoutInputs:
 
     @classmethod
     def of(cls, engine: AdmissionEngine) -> LayoutInputs:
-        model = engine.model
-        flavors = sorted(model.flavors.values(), key=lambda f: f.name)
-        return cls(list(model.nodes.values()), flavors, dict(model.topologies))
+        flavors = sorted(engine.flavors().values(), key=lambda f: f.name)
+        return cls(list(engine.nodes().values()), flavors, engine.topologies())
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -151,7 +150,7 @@ class LayoutCache:
 def usage_by_node(engine: AdmissionEngine) -> dict[str, dict[str, int]]:
     """node -> ClusterQueue -> GPUs its admitted gangs hold there."""
     used: dict[str, dict[str, int]] = {}
-    for info in engine.workloads.values():
+    for info in engine.all_workloads():
         admission = info.admission
         if info.state is not WorkloadState.ADMITTED or admission is None:
             continue
@@ -169,7 +168,7 @@ def usage_by_node(engine: AdmissionEngine) -> dict[str, dict[str, int]]:
 def smallest_pending_gang(engine: AdmissionEngine) -> Gang | None:
     """The pending workload asking for the fewest GPUs (ties: fewer pods), as the simulator picks it."""
     best: tuple[int, int, int, str] | None = None
-    for info in engine.workloads.values():
+    for info in engine.all_workloads():
         if info.state is not WorkloadState.PENDING:
             continue
         per_pod = max((pod_set.requests.get(GPU, 0) for pod_set in info.pod_sets), default=0)
@@ -262,5 +261,5 @@ def flavor_total(
 
 def job_nodes(engine: AdmissionEngine, key: str | None) -> dict[str, int]:
     """node -> pods of the workload ``key`` the engine placed there (empty: unknown or not placed)."""
-    info = engine.workloads.get(key) if key else None
+    info = engine.workload(key) if key else None
     return placed_nodes(info) if info is not None else {}

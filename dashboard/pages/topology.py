@@ -156,7 +156,7 @@ def topology_page(state: QueueState | None, layouts: list[FlavorLayout], query: 
         else "no pending gang asks for GPUs: nothing counts as fragmented"
     )
     admitted = sorted(
-        k for k, info in engine.workloads.items() if info.admission is not None and info.admission.placements
+        info.key for info in engine.all_workloads() if info.admission is not None and info.admission.placements
     )
     content = tag(
         "div",

@@ -93,8 +93,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     state = large.load(now=0.0)
     load_s = time.perf_counter() - started
     gc.freeze()  # the loaded engine lives as long as the server, as in `trainyard dashboard --objects`
-    scale = {"cluster_queues": len(state.engine.model.cluster_queues), "workloads": len(state.engine.workloads)}
-    some_queue = sorted(state.engine.model.cluster_queues)[scale["cluster_queues"] // 2]
+    queues = sorted(state.engine.cluster_queues())
+    scale = {"cluster_queues": len(queues), "workloads": len(state.engine.all_workloads())}
+    some_queue = queues[len(queues) // 2]
     pages = ["/queues", f"/queues?cq={some_queue}", "/jobs", "/jobs?status=Pending&offset=1000"]
     queues_warm_s, queue_times = asyncio.run(_measure(large, pages, args.repeat))
     del large, state
@@ -105,9 +106,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cluster = _gpu_10k(args.seed, args.gangs)
     state = cluster.load(now=0.0)
     topology_load_s = time.perf_counter() - started
-    admitted = sorted(
-        k for k, w in state.engine.workloads.items() if w.admission is not None and w.admission.placements
-    )
+    admitted = sorted(w.key for w in state.engine.all_workloads() if w.admission is not None and w.admission.placements)
     job = admitted[len(admitted) // 2] if admitted else ""
     topology_pages = ["/topology", f"/topology?job={job}"]
     topology_warm_s, topology_times = asyncio.run(_measure(cluster, topology_pages, args.repeat))
@@ -127,7 +126,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for path, (a, b) in {**queue_times, **topology_times}.items()
         },
         **scale,
-        "nodes": len(state.engine.model.nodes),
+        "nodes": len(state.engine.nodes()),
         "topology_admitted_gangs": len(admitted),
         "load_s": round(load_s, 3),
         "start_s": round(queues_warm_s, 3),
