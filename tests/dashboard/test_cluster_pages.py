@@ -27,9 +27,9 @@ pytestmark = pytest.mark.slow
 
 
 def _workload_of(engine: AdmissionEngine, namespace: str, trainjob: str) -> Any:
-    for key, info in engine.workloads.items():
+    for info in engine.all_workloads():
         if info.namespace == namespace and info.name.startswith(f"trainjob-{trainjob}-"):
-            return key, info
+            return info.key, info
     return None
 
 

@@ -125,8 +125,11 @@ async def test_fragmentation_is_the_free_gpus_the_smallest_pending_gang_cannot_u
 ) -> None:
     queues = _fragmented_cluster()
     state = queues.load(now=time.time())
-    assert state.engine.workloads["team-a/gang"].admission is None
-    small = state.engine.workloads["team-a/small"].admission
+    gang, small_pod = state.engine.workload("team-a/gang"), state.engine.workload("team-a/small")
+    assert gang is not None
+    assert small_pod is not None
+    assert gang.admission is None
+    small = small_pod.admission
     assert small is not None
     (node,) = {n for gang in small.placements.values() for p in gang.pod_sets for n in p.nodes}
     server = DashboardServer(DashboardData("test", queues=queues))
