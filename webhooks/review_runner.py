@@ -50,15 +50,14 @@ class ReviewRunner:
         self._lock = threading.Lock()  # the count drops on the worker thread, or here on a cancel
 
     def runs_inline(self, body_bytes: int) -> bool:
+        """Whether a review of ``body_bytes`` is judged inline now (else: ``judge_on_worker``)."""
         return body_bytes < self.inline_body_bytes and self._on_worker == 0
 
-    async def judge(
-        self, handler: Handler, request: AdmissionRequest, cache: ObjectCache, *, body_bytes: int, started: float
+    async def judge_on_worker(
+        self, handler: Handler, request: AdmissionRequest, cache: ObjectCache, *, started: float
     ) -> Verdict | None:
-        """The handler's verdict; None when it was not ready ``deadline`` seconds after ``started``
-        (a ``time.perf_counter`` reading). A handler's exception is raised here."""
-        if self.runs_inline(body_bytes):
-            return handler(request, cache)
+        """The handler's verdict from the worker; None when it was not ready ``deadline`` seconds
+        after ``started`` (a ``time.perf_counter`` reading). A handler's exception is raised here."""
         with self._lock:
             self._on_worker += 1
         future = self._worker.submit(handler, request, cache)

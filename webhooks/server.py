@@ -61,6 +61,7 @@ METRICS_KEY = web.AppKey("metrics", WebhookMetrics)
 READY_KEY = web.AppKey("ready", list[Callable[[], bool]])
 RUNNER_KEY = web.AppKey("review_runner", ReviewRunner)
 BODY_TIMEOUT_KEY = web.AppKey("body_read_timeout", float)
+TRACED_KEY = web.AppKey("traced_failures", set[tuple[str, str, int]])
 INTERNAL_ERROR = "trainyard webhook could not evaluate this request (an internal error; its log has the details)"
 _LOGGED_TRACEBACKS = 256  # distinct failures whose traceback is logged once each
 
@@ -91,18 +92,16 @@ def _bad_request(message: str, status: int = 400) -> web.Response:
     )
 
 
-_traced: set[tuple[str, str, int]] = set()
-
-
-def _log_failure(endpoint: str, error: Exception) -> None:
-    """One line per failed request; the traceback only the first time a failure is seen."""
+def _log_failure(traced: set[tuple[str, str, int]], endpoint: str, error: Exception) -> None:
+    """One line per failed request; the traceback only the first time a failure (its exception type
+    and where it was raised) is seen, so a caller repeating a failing request cannot flood the log."""
     frames = traceback.extract_tb(error.__traceback__)
-    origin = frames[-1] if frames else None
-    signature = (type(error).__name__, origin.filename if origin else "", origin.lineno or 0 if origin else 0)
-    if signature in _traced or len(_traced) >= _LOGGED_TRACEBACKS:
+    where = (frames[-1].filename, frames[-1].lineno or 0) if frames else ("", 0)
+    signature = (type(error).__name__, *where)
+    if signature in traced or len(traced) >= _LOGGED_TRACEBACKS:
         log.error("admission handler for %s failed: %s: %s", endpoint, type(error).__name__, str(error)[:500])
         return
-    _traced.add(signature)
+    traced.add(signature)
     log.error("admission handler for %s failed", endpoint, exc_info=error)
 
 
@@ -117,7 +116,7 @@ async def deny_on_error(
         raise  # 404, 405, 413: already a deliberate client-error answer
     except Exception as error:
         endpoint = request.get(_ENDPOINT, request.path)
-        _log_failure(endpoint, error)
+        _log_failure(request.app[TRACED_KEY], endpoint, error)
         metrics = request.app[METRICS_KEY]
         started = request.get(_STARTED, time.perf_counter())
         metrics.observe(endpoint, "error", time.perf_counter() - started)
@@ -128,10 +127,8 @@ async def deny_on_error(
         return _json(build_response(uid, verdict))
 
 
-async def _read_body(request: web.Request) -> bytes:
-    """The request's body, within the app's body read timeout (a body already received is read at once)."""
-    if request.content.is_eof():
-        return await request.read()
+async def _read_arriving_body(request: web.Request) -> bytes:
+    """The body of a request whose body is still arriving, within the app's body read timeout."""
     async with asyncio.timeout(request.app[BODY_TIMEOUT_KEY]):
         return await request.read()
 
@@ -151,12 +148,14 @@ def _too_deep_refusal(review: AdmissionRequest) -> Verdict | None:
     return None
 
 
-async def _judge(request: web.Request, handler: Handler, review: AdmissionRequest, size: int) -> Verdict:
-    runner = request.app[RUNNER_KEY]
+async def _judge(
+    app: web.Application, handler: Handler, review: AdmissionRequest, size: int, started: float
+) -> Verdict:
+    runner, cache = app[RUNNER_KEY], app[CACHE_KEY]
     try:
-        verdict = await runner.judge(
-            handler, review, request.app[CACHE_KEY], body_bytes=size, started=request[_STARTED]
-        )
+        if runner.runs_inline(size):
+            return handler(review, cache)
+        verdict = await runner.judge_on_worker(handler, review, cache, started=started)
     except Exception:
         refusal = _too_deep_refusal(review)
         if refusal is None:
@@ -170,9 +169,11 @@ def _admission_view(endpoint: str, handler: Handler) -> Callable[[web.Request], 
         started = time.perf_counter()
         request[_ENDPOINT] = endpoint
         request[_STARTED] = started
-        metrics = request.app[METRICS_KEY]
+        app = request.app
+        metrics = app[METRICS_KEY]
         try:
-            body = await _read_body(request)
+            # a body received whole (the API server sends it at once) is read without a timer
+            body = await request.read() if request.content.is_eof() else await _read_arriving_body(request)
         except web.HTTPRequestEntityTooLarge as too_large:
             metrics.observe(endpoint, "error", time.perf_counter() - started)
             return _bad_request(
@@ -182,7 +183,7 @@ def _admission_view(endpoint: str, handler: Handler) -> Callable[[web.Request], 
             )
         except TimeoutError:
             metrics.observe(endpoint, "error", time.perf_counter() - started)
-            slow = _bad_request(f"request body not received within {request.app[BODY_TIMEOUT_KEY]:g}s", 408)
+            slow = _bad_request(f"request body not received within {app[BODY_TIMEOUT_KEY]:g}s", 408)
             slow.force_close()  # a caller this slow gets no second request on this connection
             return slow
         try:
@@ -194,7 +195,7 @@ def _admission_view(endpoint: str, handler: Handler) -> Callable[[web.Request], 
             verdict = Verdict.deny(f"malformed AdmissionReview: {bad.message}", code=400, reason="BadRequest")
             return _json(build_response(bad.uid, verdict))
         request[_UID] = review.uid
-        verdict = await _judge(request, handler, review, len(body))
+        verdict = await _judge(app, handler, review, len(body), started)
         document = build_response(review.uid, verdict)
         outcome = "allowed" if verdict.allowed else "timeout" if verdict.reason == "Timeout" else "denied"
         metrics.observe(endpoint, outcome, time.perf_counter() - started)
@@ -242,6 +243,7 @@ def create_app(
     app[METRICS_KEY] = metrics or WebhookMetrics()
     app[RUNNER_KEY] = review_runner = runner or ReviewRunner()
     app[BODY_TIMEOUT_KEY] = body_read_timeout
+    app[TRACED_KEY] = set()
 
     async def close_runner(_: web.Application) -> None:
         review_runner.close()
