@@ -2,12 +2,13 @@
 
 The browser is Debian's chromium driven by Playwright (``make install`` installs chromium; the
 pinned playwright package never downloads a browser of its own). Screenshots of each page at
-1440×900 go to docs/screenshots/, which the README links.
+1440×900 go to build/screenshots/; with TRAINYARD_SCREENSHOTS=docs/screenshots they refresh the README's copies.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,7 +34,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# A test run writes its screenshots under build/ (ignored by git); the README's copies in
+# docs/screenshots are refreshed on purpose: TRAINYARD_SCREENSHOTS=docs/screenshots .venv/bin/pytest tests/dashboard
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / os.environ.get("TRAINYARD_SCREENSHOTS", "build/screenshots")
 VIEWPORT = {"width": 1440, "height": 900}
 GPU = "nvidia.com/gpu"
 
