@@ -48,6 +48,22 @@ def workload_key(document: dict[str, Any]) -> str:
     return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
 
 
+_BOOKKEEPING = frozenset({"resourceVersion", "managedFields", "generation"})
+
+
+def _only_status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether two revisions of a queue object, Node or Namespace differ only in status and
+    bookkeeping: a ClusterQueue's status write is no input of admission (a Node's status is)."""
+    if new.get("kind") == "Node":
+        return False
+
+    def essence(document: dict[str, Any]) -> dict[str, Any]:
+        metadata = {k: v for k, v in (document.get("metadata") or {}).items() if k not in _BOOKKEEPING}
+        return {**{k: v for k, v in document.items() if k != "status"}, "metadata": metadata}
+
+    return essence(old) == essence(new)
+
+
 def _revision(value: Any) -> int | None:
     try:
         return int(value)
@@ -116,6 +132,8 @@ class EngineMirror:
                 return
             if kind == "Workload":
                 self._workload_changed(old, new)
+            elif old is not None and new is not None and _only_status_changed(old, new):
+                return  # e.g. the queue-status controller's own write: nothing admission reads
             elif new is None:
                 self._delete(kind, old)
             else:

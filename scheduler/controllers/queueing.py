@@ -21,6 +21,7 @@ from scheduler.controllers.events import EventRecorder
 from scheduler.controllers.manager import KeyMapper, WatchSpec
 from scheduler.controllers.metrics import QueueMetrics
 from scheduler.controllers.queue_controller import QueueController
+from scheduler.controllers.queue_status import QueueStatusController
 from scheduler.controllers.runtime import Controller
 from scheduler.controllers.trainjob_workloads import TrainJobWorkloads
 from scheduler.controllers.workqueue import WorkQueue
@@ -65,6 +66,7 @@ class QueueControllers:
     trainjobs: TrainJobWorkloads
     metrics: QueueMetrics
     registrations: list[tuple[Controller, dict[str, KeyMapper]]]
+    queue_status: QueueStatusController
 
 
 def build_queue_controllers(
@@ -89,9 +91,19 @@ def build_queue_controllers(
     queue.bind(queue_controller.queue.add_after)
     trainjobs = TrainJobWorkloads(client, cache, events=recorder, clock=clock)
     trainjob_controller = Controller(trainjobs, workers=workers)
+    # ClusterQueue and LocalQueue status from the queue controller's engine, read after its cycles
+    queue_status = QueueStatusController(
+        client, cache, lambda: queue.engine if queue.mirror.live else None, cycles=lambda: queue.cycles, clock=clock
+    )
+    status_controller = Controller(queue_status, workers=1)
     return QueueControllers(
         queue,
         trainjobs,
         metrics,
-        [(queue_controller, dict(queue.enqueue_map())), (trainjob_controller, dict(trainjobs.enqueue_map()))],
+        [
+            (queue_controller, dict(queue.enqueue_map())),
+            (trainjob_controller, dict(trainjobs.enqueue_map())),
+            (status_controller, dict(queue_status.enqueue_map())),
+        ],
+        queue_status,
     )
