@@ -24,6 +24,7 @@ from scheduler.controllers.conditions import find_condition
 from scheduler.controllers.engine_mirror import workload_key
 from scheduler.controllers.workload_status import pending_patch
 from scheduler.engine import AdmissionEngine, WorkloadState, waiting_reason
+from scheduler.queues import place_for_people
 
 _POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -99,7 +100,7 @@ class PendingStatus:
             message = waiting_reason(engine, info) or "waiting"
             position = positions.get(key)
             if position is not None:
-                message += f" (position {position} in ClusterQueue {info.cluster_queue})"
+                message += f" (position {place_for_people(position)} in ClusterQueue {info.cluster_queue})"
             current = quota_reserved_message(document)
             if current == message:
                 continue
@@ -125,8 +126,10 @@ class PendingStatus:
 
 
 def _positions(engine: AdmissionEngine) -> dict[str, int]:
+    """Each queued workload's 0-based position in its ClusterQueue (the visibility API's); the
+    message says it as people count, from 1 (``place_for_people``)."""
     positions: dict[str, int] = {}
     for name in engine.cluster_queues():
-        for index, workload in enumerate(engine.pending_in_order(name), start=1):
+        for index, workload in enumerate(engine.pending_in_order(name)):
             positions[workload.key] = index
     return positions

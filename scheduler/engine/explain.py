@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from runtimes.k8s.quantity import format_amount
 from scheduler.engine.cluster import ClusterQueueInfo, ResourceGroupInfo
 from scheduler.engine.cycle import AdmissionCycle
-from scheduler.engine.flavors import Assignment, Mode
+from scheduler.engine.feasibility import pod_larger_than_nodes
+from scheduler.engine.flavors import Assignment, Mode, assign_flavors
 from scheduler.engine.preemption import find_victims
 from scheduler.engine.results import CycleResult
 from scheduler.engine.workloads import WorkloadInfo
@@ -157,9 +158,7 @@ def _preemption(
     if mode is Mode.FIT:
         return PreemptionNeed(False, True, policy, words="no preemption needed: it fits in the free quota")
     if mode is Mode.NO_FIT:
-        return PreemptionNeed(
-            False, False, policy, words="preemption cannot help: the request exceeds what the queue can ever reach"
-        )
+        return PreemptionNeed(False, False, policy, words=_no_fit_words(engine, cq, workload))
     never = spec.within_cluster_queue == "Never" and spec.reclaim_within_cohort == "Never"
     if mode is Mode.NO_CANDIDATES:
         words = (
@@ -177,6 +176,19 @@ def _preemption(
         return PreemptionNeed(True, True, policy, words="preemption is needed; no set of candidates frees enough")
     chosen = tuple((v.workload.key, v.reason) for v in victims)
     return PreemptionNeed(True, True, policy, chosen, f"would preempt {len(chosen)} workload(s)")
+
+
+def _no_fit_words(engine: EngineCore, cq: ClusterQueueInfo, workload: WorkloadInfo) -> str:
+    """Why preemption cannot admit it: never (more than the queue can reach even on an empty
+    cluster, the webhook's rule), or not now (what it needs is in use where preemption may not
+    take it back, within the other ClusterQueues' own quota)."""
+    if assign_flavors(cq, workload, engine.model.flavors, None, empty=True).mode is not Mode.FIT:
+        return "preemption cannot help: the request exceeds what the queue can ever reach"
+    return (
+        "preemption cannot free enough now: the quota it needs is in use within other ClusterQueues' own "
+        "quota, which preemption may not take back; it fits what the queue can reach with borrowing, so it "
+        "waits until that quota is released"
+    )
 
 
 def explain_admission(engine: EngineCore, key: str, now: float) -> AdmissionExplanation | None:
@@ -198,7 +210,7 @@ def explain_admission(engine: EngineCore, key: str, now: float) -> AdmissionExpl
     if assignment.mode is Mode.FIT and engine.placements.needs_placement(assignment):
         placed, why = engine.placements.place(cq, workload, assignment)
         if placed is None:
-            placement = why or "no topology domain can hold the gang now"
+            placement = pod_larger_than_nodes(engine, assignment) or why or "no topology domain can hold the gang now"
     mode = assignment.mode
     words = MODE_WORDS[mode]
     if placement is not None:

@@ -9,7 +9,14 @@ prints or does I/O; the CLI, the visibility API and the dashboard all call these
 """
 
 from scheduler.queues.describe import Interruption, StartEstimate, WorkloadStory, describe_workload
-from scheduler.queues.pending import PendingWorkload, find_pending, pending_workloads, positioned, queue_order
+from scheduler.queues.pending import (
+    PendingWorkload,
+    find_pending,
+    pending_workloads,
+    place_for_people,
+    positioned,
+    queue_order,
+)
 from scheduler.queues.quota_change import (
     QuotaChange,
     QuotaChangeError,
@@ -50,6 +57,7 @@ __all__ = [
     "find_pending",
     "load_state",
     "pending_workloads",
+    "place_for_people",
     "plan_quota_change",
     "positioned",
     "queue_order",

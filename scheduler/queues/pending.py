@@ -1,8 +1,11 @@
 """Pending workloads in admission order, with their places in the LocalQueue and ClusterQueue.
 
-Positions count from 0, as Kueue's visibility API reports them: a ClusterQueue's order is its
-queue's (higher priority first, then the queue-order timestamp, then UID), and a workload's
-position in its LocalQueue is its rank among that LocalQueue's workloads in the same order.
+Positions count from 0 in data, as Kueue's visibility API reports them (``positionInClusterQueue``,
+``positionInLocalQueue``): a ClusterQueue's order is its queue's (higher priority first, then the
+queue-order timestamp, then UID), and a workload's position in its LocalQueue is its rank among
+that LocalQueue's workloads in the same order. In words for people they count from 1 (the next
+to be tried is 1): ``place_for_people`` is the one conversion, used by the tables, ``describe``
+and the Workload's pending message alike.
 Workloads that wait outside any ClusterQueue (no LocalQueue, a backoff after an eviction) are
 listed after the queued ones, without a position.
 """
@@ -65,6 +68,11 @@ class PendingWorkload:
             "state": self.state,
             "reason": self.reason,
         }
+
+
+def place_for_people(position: int | None) -> str:
+    """A 0-based position (the visibility API's) as people count it, from 1; "-" for none."""
+    return "-" if position is None else str(position + 1)
 
 
 def total_requests(workload: WorkloadInfo) -> dict[str, str]:

@@ -128,3 +128,29 @@ async def test_a_namespace_it_may_not_watch_is_said_plainly(fake_api: FakeApi) -
         await api.close()
     assert "cannot list and watch TrainJobs and Workloads in namespace 'team-a' within 0.5 s" in str(refused.value)
     assert "kubectl auth can-i watch workloads.kueue.x-k8s.io -n team-a" in str(refused.value)
+
+
+def test_a_node_shared_by_two_pods_is_named_once_with_its_pod_count() -> None:
+    """Three ranks on two nodes: each node once, in rank order, the shared one with its count."""
+    from scheduler.api.topology_assignment import encode_topology_assignment
+    from trainyard.cli.run_cluster import workload_line
+
+    assignment = encode_topology_assignment(["kubernetes.io/hostname"], [(["gpu-node-a"], 2), (["gpu-node-b"], 1)])
+    workload = {
+        "metadata": {"name": "trainjob-llm-1a2b3"},
+        "status": {
+            "admission": {
+                "clusterQueue": "team-a",
+                "podSetAssignments": [
+                    {"name": "node", "count": 3, "flavors": {GPU: "h100"}, "topologyAssignment": assignment}
+                ],
+            },
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": ""},
+                {"type": "Admitted", "status": "True", "reason": "Admitted", "message": ""},
+            ],
+        },
+    }
+    assert workload_line(workload) == (
+        "trainjob-llm-1a2b3 admitted by ClusterQueue team-a: flavor h100, nodes gpu-node-a (2 pods), gpu-node-b"
+    )

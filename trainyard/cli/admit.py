@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -218,7 +219,8 @@ def print_tables(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    # a terminal's width, or COLUMNS where a caller (the demo) says it; a log without either: 200
+    console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
     styles = {
         "Admitted": "green",
         "QuotaReserved": "cyan",

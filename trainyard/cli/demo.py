@@ -11,7 +11,12 @@ behind ``--simulate``, so that `make demo` stays well under two minutes on a sma
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 
@@ -55,18 +60,45 @@ def steps(quick: bool, simulate: bool = False) -> list[tuple[str, list[str]]]:
     return tour
 
 
+def terminal_width(streams: Sequence[TextIO]) -> int | None:
+    """The width of the first of ``streams`` that is a terminal (``| tee demo.log`` leaves stderr
+    on the terminal), or None."""
+    for stream in streams:
+        try:
+            return os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
+@contextmanager
+def terminal_columns() -> Iterator[None]:
+    """Every step's tables sized for the terminal the demo runs in, also when its output is piped:
+    COLUMNS set to that width for the steps (left as it is when the caller set it)."""
+    width = None if os.environ.get("COLUMNS") else terminal_width([sys.stdout, sys.stderr])
+    if width is None:
+        yield
+        return
+    os.environ["COLUMNS"] = str(width)
+    try:
+        yield
+    finally:
+        os.environ.pop("COLUMNS", None)
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.rule import Rule
 
     from trainyard.cli.main import main
 
-    console = Console()
-    for title, command in steps(args.quick, args.simulate):
-        console.print(Rule(f"[bold]{title}"))
-        console.print(f"[dim]$ trainyard {' '.join(command)}[/]")
-        code = main(command)
-        if code != 0:
-            console.print(f"[red]step failed with exit code {code}[/]")
-            return code
+    with terminal_columns():
+        console = Console()
+        for title, command in steps(args.quick, args.simulate):
+            console.print(Rule(f"[bold]{title}"))
+            console.print(f"[dim]$ trainyard {' '.join(command)}[/]")
+            code = main(command)
+            if code != 0:
+                console.print(f"[red]step failed with exit code {code}[/]")
+                return code
     return 0

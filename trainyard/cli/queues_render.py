@@ -3,6 +3,7 @@ time, with a summary line and the flags gathered under the table)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +12,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from scheduler.queues import ClusterQueueSummary, CohortSummary, PendingWorkload, QuotaPlan, WorkloadStory
+from scheduler.queues import (
+    ClusterQueueSummary,
+    CohortSummary,
+    PendingWorkload,
+    QuotaPlan,
+    WorkloadStory,
+    place_for_people,
+)
 
 MAX_TREE_MEMBERS = 8  # ClusterQueues named under a cohort in the tree; more are counted
 
@@ -45,39 +53,69 @@ def page_line(shown: int, offset: int, total: int, what: str) -> str:
     return f"{what} {offset + 1}-{last} of {total}{more}"
 
 
-def cluster_queue_table(summaries: Sequence[ClusterQueueSummary], title: str) -> Table:
+def _limited(amount: str, limit: str | None, stacked: bool) -> str:
+    """An amount with its limit ("512≤1024"); stacked on two lines where the table must be narrow."""
+    if not limit:
+        return amount
+    return f"{amount}\n≤{limit}" if stacked else f"{amount}≤{limit}"
+
+
+def cluster_queue_table(summaries: Sequence[ClusterQueueSummary], title: str, *, narrowing: int = 0) -> Table:
+    """One row per flavor/resource of each ClusterQueue, the counts right after the name. For a
+    terminal the wide form would overflow, ``narrowing`` 1 puts borrowing and lending limits under
+    the amounts and leaves the cohort to the tree printed below; 2 also puts the nominal quota under
+    the usage. So every column stays whole at 80 columns."""
+    narrow = narrowing >= 1
     table = Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True
     )
     table.add_column("ClusterQueue", overflow="fold")
-    table.add_column("Cohort", overflow="fold")
+    table.add_column("Adm/Pend", justify="right", no_wrap=True)
+    if not narrow:
+        table.add_column("Cohort", overflow="fold")
     # the flavor/resource pair is what a reader scans for: wide enough to stay on one line where it can
     pairs = [len(f"{line.flavor}/{line.resource}") for summary in summaries for line in summary.resources or []]
     table.add_column("Flavor/resource", overflow="fold", min_width=min(max([15, *pairs]), 20))
     table.add_column("Used/nom", justify="right", no_wrap=True)
     table.add_column("Borrowed", justify="right", no_wrap=True)
     table.add_column("Lent", justify="right", no_wrap=True)
-    table.add_column("Adm/Pend", justify="right", no_wrap=True)
     for summary in summaries:
         name = ("[red]![/]" if summary.flags else "") + summary.name
         counts = f"{summary.admitted}/{summary.pending}"
         lines = summary.resources or []
+        cohort = [] if narrow else [_or_dash(summary.cohort)]
         if not lines:
-            table.add_row(name, _or_dash(summary.cohort), "-", "-", "-", "-", counts)
+            table.add_row(name, counts, *cohort, "-", "-", "-", "-")
         for i, line in enumerate(lines):
             data = line.to_dict()
-            borrowed = data["borrowed"] + (f"≤{data['borrowingLimit']}" if data["borrowingLimit"] else "")
-            lent = data["lent"] + (f"≤{data['lendingLimit']}" if data["lendingLimit"] else "")
             table.add_row(
                 name if i == 0 else "",
-                _or_dash(summary.cohort) if i == 0 else "",
-                f"{line.flavor}/{line.resource}",
-                f"{data['usage']}/{data['nominal']}",
-                borrowed,
-                lent,
                 counts if i == 0 else "",
+                *(cohort if i == 0 else [""] * len(cohort)),
+                f"{line.flavor}/{line.resource}",
+                f"{data['usage']}{chr(10) if narrowing >= 2 else ''}/{data['nominal']}",
+                _limited(data["borrowed"], data["borrowingLimit"], narrow),
+                _limited(data["lent"], data["lendingLimit"], narrow),
             )
     return table
+
+
+def whole_at_width(table: Table, width: int) -> bool:
+    """Whether ``table`` printed ``width`` columns wide keeps every column: Rich crops what does
+    not fit at the right edge and shortens unwrappable cells with an ellipsis, never folds them."""
+    probe = Console(width=width, file=io.StringIO(), color_system=None, highlight=False)
+    probe.print(table)
+    text = probe.file.getvalue()  # type: ignore[attr-defined]
+    return "…" not in text and all(str(column.header) in text for column in table.columns)
+
+
+def fitting_cluster_queue_table(out: Console, summaries: Sequence[ClusterQueueSummary], title: str) -> Table:
+    """The widest form of the table the terminal holds whole (the narrowest when none does)."""
+    for narrowing in (0, 1):
+        table = cluster_queue_table(summaries, title, narrowing=narrowing)
+        if whole_at_width(table, out.width):
+            return table
+    return cluster_queue_table(summaries, title, narrowing=2)
 
 
 def cohort_tree(cohorts: Sequence[CohortSummary], shown_queues: set[str] | None = None) -> Tree:
@@ -128,7 +166,7 @@ def print_list(
         f"{totals['clusterQueues']} ClusterQueues ({totals['inactive']} inactive, {totals['invalid']} invalid), "
         f"{len(cohorts)} cohorts, {totals['admitted']} admitted and {totals['pending']} pending workloads"
     )
-    out.print(cluster_queue_table(summaries, page_line(len(summaries), offset, total, "ClusterQueues")))
+    out.print(fitting_cluster_queue_table(out, summaries, page_line(len(summaries), offset, total, "ClusterQueues")))
     flagged = [s for s in summaries if s.flags]
     for summary in flagged:
         for flag in summary.flags:
@@ -152,7 +190,7 @@ def pending_table(
     )
     if show_cluster_queue:
         table.add_column("ClusterQueue", overflow="fold")
-    table.add_column("#CQ/LQ", justify="right", no_wrap=True)
+    table.add_column("#CQ/LQ\n(1=next)", justify="right", no_wrap=True)
     table.add_column("Workload", overflow="fold")
     table.add_column("Queue", overflow="fold")
     table.add_column("Pri", justify="right", no_wrap=True)
@@ -165,7 +203,7 @@ def pending_table(
         reason = entry.reason or "-"
         label = reasons.setdefault(reason, f"R{len(reasons) + 1}")
         row = [
-            f"{_position(entry.position_in_cluster_queue)}/{_position(entry.position_in_local_queue)}",
+            f"{place_for_people(entry.position_in_cluster_queue)}/{place_for_people(entry.position_in_local_queue)}",
             entry.key,
             entry.local_queue or "-",
             str(entry.priority),
@@ -177,10 +215,6 @@ def pending_table(
             row.insert(0, entry.cluster_queue or "-")
         table.add_row(*row)
     return table, {label: reason for reason, label in reasons.items()}
-
-
-def _position(value: int | None) -> str:
-    return "-" if value is None else str(value)
 
 
 def print_pending(entries: Sequence[PendingWorkload], *, total: int, offset: int, show_cluster_queue: bool) -> None:
@@ -201,8 +235,8 @@ def print_story(story: WorkloadStory) -> None:
     out.print(f"  requests: {requests}")
     if story.pending is not None:
         out.print(
-            f"  position: {_position(story.pending.position_in_cluster_queue)} in the ClusterQueue, "
-            f"{_position(story.pending.position_in_local_queue)} in the LocalQueue (from 0); "
+            f"  position: {place_for_people(story.pending.position_in_cluster_queue)} in the ClusterQueue, "
+            f"{place_for_people(story.pending.position_in_local_queue)} in the LocalQueue (1 = the next to be tried); "
             f"waiting {age(story.pending.age_seconds)}"
         )
         out.print(f"  why it waits: {story.pending.reason or '-'}")

@@ -25,7 +25,7 @@ from runtimes.api.kueue_labels import QUEUE_NAME_LABEL
 from scheduler.kube import InformerGroup, KubeApiError, KubeClient, close_api_client, load_api_client
 from scheduler.trainjob import TRAINJOB_KIND
 from trainyard.cli.errors import UserError
-from trainyard.cli.tour_render import placement
+from trainyard.cli.tour_render import nodes_in_words, placement
 from trainyard.cli.tour_watch import condition, trainjob_phase, workload_phase
 
 TIMED_OUT = 124  # as timeout(1): the job goes on, the follow stopped
@@ -205,7 +205,7 @@ def workload_line(workload: Mapping[str, Any]) -> str:
     if phase in ("Admitted", "QuotaReserved"):
         admission = (workload.get("status") or {}).get("admission") or {}
         flavor, nodes = placement(workload)
-        where = f", nodes {', '.join(nodes)}" if nodes else ""
+        where = f", nodes {nodes_in_words(nodes)}" if nodes else ""
         return f"{name} {phase.lower()} by ClusterQueue {admission.get('clusterQueue', '?')}: flavor {flavor}{where}"
     if phase == "Preempted":
         return f"{name} preempted: {_message(workload, 'Preempted')}"

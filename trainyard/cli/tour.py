@@ -107,7 +107,7 @@ class Tour:
         self.console.print(queues_table((await client.list("ClusterQueue")).items))
 
     async def sdk_user(self) -> None:
-        from trainyard.cli.tour_render import new_table, placement
+        from trainyard.cli.tour_render import new_table, nodes_in_words, placement
         from trainyard.cli.tour_sdk import SDK_TEAM, in_thread_train_and_wait
 
         self.step(f"{SDK_TEAM} trains with the SDK's Kubernetes backend and waits for Complete")
@@ -127,7 +127,7 @@ class Tour:
         self.console.print(
             f"TrainJob [bold]{SDK_TEAM}/{run.name}[/] (runtime {run.runtime}) is [green]{run.status}[/]: its Workload "
             f"{workload['metadata']['name']} was admitted to ClusterQueue {admission.get('clusterQueue', '?')} "
-            f"on flavor {flavor}, placed on {', '.join(nodes) or '-'}"
+            f"on flavor {flavor}, placed on {nodes_in_words(nodes)}"
         )
         table = new_table(f"client.get_job({run.name!r}).steps", ("STEP", "POD", "STATUS"))
         for step in run.steps:
@@ -279,7 +279,7 @@ class Tour:
         )
 
     def summary(self) -> None:
-        from trainyard.cli.tour_render import new_table, placement
+        from trainyard.cli.tour_render import new_table, nodes_in_words, placement
         from trainyard.cli.tour_watch import trainjob_phase
 
         self.step("Every TrainJob's path, and the ClusterQueues at the end")
@@ -295,7 +295,7 @@ class Tour:
                 job.key,
                 job.priority or "default",
                 " → ".join(self.watch.path_of(job.team, job.name)),
-                ", ".join(nodes) or "-",
+                nodes_in_words(nodes),
                 trainjob_phase(trainjob) if trainjob else "-",
             )
         self.console.print(table)

@@ -5,6 +5,7 @@ Every function takes documents as the server returned them; none of them knows t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -82,13 +83,20 @@ def placement(workload: Mapping[str, Any]) -> tuple[str, list[str]]:
     return ", ".join(sorted(flavors)) or "-", nodes
 
 
+def nodes_in_words(nodes: Sequence[str]) -> str:
+    """Each node once, in the order the pods' ranks meet it, with its pod count where several
+    pods share it: ``gpu-0 (2 pods), gpu-1``; "-" for none."""
+    counts = Counter(nodes)
+    return ", ".join(f"{node} ({counts[node]} pods)" if counts[node] > 1 else node for node in counts) or "-"
+
+
 def admitted_line(workload: Mapping[str, Any]) -> str:
     admission = (workload.get("status") or {}).get("admission") or {}
     flavor, nodes = placement(workload)
     return (
         f"[green]admitted[/] Workload [bold]{workload['metadata']['name']}[/] "
         f"(TrainJob {owner_name(workload)}) in ClusterQueue {admission.get('clusterQueue', '?')}: "
-        f"flavor {flavor}, topologyAssignment → {', '.join(nodes) or 'none'}"
+        f"flavor {flavor}, topologyAssignment → {nodes_in_words(nodes) if nodes else 'none'}"
     )
 
 
