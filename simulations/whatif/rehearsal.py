@@ -95,7 +95,7 @@ def rehearsal_from_queues(
     team_labels: dict[str, dict[str, str]] = {}
     priorities = {o.name: o.value for o in objects if isinstance(o, WorkloadPriorityClass)}
     for workload in workloads:
-        if workload.status.is_true("Finished") or not workload.spec.active:
+        if not workload.spec.active:
             continue
         namespace = workload.metadata.namespace or "default"
         lq = local_queues.get(f"{namespace}/{workload.spec.queue_name or ''}")
@@ -108,6 +108,7 @@ def rehearsal_from_queues(
         jobs.extend(_entries(workload, team, priority, now=now, default_duration=default_duration, window=window))
     jobs.sort(key=lambda entry: (entry[0] == 2, entry[1] if entry[0] == 2 else 0.0, entry[0], entry[1]))
     ordered = [job for _, _, job in jobs]
+    notes.insert(0, _taken(jobs, window))
     for team in sorted(team_labels):
         kept.append(
             LocalQueue.model_validate(
@@ -122,7 +123,8 @@ def _entries(
     workload: Workload, team: str, priority: int, *, now: float, default_duration: float, window: float
 ) -> list[tuple[int, float, JobSpec]]:
     """(group, order, job): 0 admitted (what is left of its run), 1 pending, 2 its next submission
-    replayed from the last ``window`` of arrivals."""
+    replayed from the last ``window`` of arrivals. A finished Workload is only an arrival: it
+    holds nothing now, but it arrived (on a cluster most of the recent arrivals have finished)."""
     from scheduler.engine import parse_timestamp
 
     namespace = workload.metadata.namespace or "default"
@@ -137,11 +139,23 @@ def _entries(
     # pending ones in Kueue's queue order (priority, then creation): the simulator runs a
     # cycle after each arrival, so the order they arrive in is the order they are tried
     order = created if admitted else created - 1e12 * priority
-    entries = [(0 if admitted else 1, order, _job(workload, team, 0.0, duration, job_name))]
+    entries = []
+    if not workload.status.is_true("Finished"):
+        entries.append((0 if admitted else 1, order, _job(workload, team, 0.0, duration, job_name)))
     if window > 0 and now - window < created <= now:
         replay = created - now + window
         entries.append((2, replay, _job(workload, team, replay, default_duration, f"{job_name}.next")))
     return entries
+
+
+def _taken(entries: Sequence[tuple[int, float, JobSpec]], window: float) -> str:
+    """How much of the queues the rehearsal took, in one line (what a reader checks first)."""
+    groups = [group for group, _, _ in entries]
+    replayed = f"{groups.count(2)} arrivals of the last {window / 3600:g} h replayed" if window > 0 else "no arrivals"
+    return (
+        f"rehearsed {groups.count(0)} admitted workloads (their remaining run), {groups.count(1)} pending and "
+        f"{replayed}"
+    )
 
 
 def _built(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,48 @@ async def test_what_if_reads_the_cluster(fake_api: FakeApi) -> None:
     team_a = report["variants"]["quota:team-a:h100:nvidia.com/gpu=16"]["per_queue"]["team-a"]
     assert team_a["jobs"]["base"] >= 3  # the three pending workloads read from the cluster
     assert team_a["wait_p50_s"]["variant"] < team_a["wait_p50_s"]["base"]
+
+
+async def test_what_if_on_a_cluster_rehearses_admitted_pending_and_recent_arrivals(fake_api: FakeApi) -> None:
+    """A recent arrival that already finished is still an arrival: it is replayed, and the report
+    says how much of the cluster the rehearsal took."""
+    await _load_cluster(fake_api)
+    api = await fake_api.api_client()
+    try:
+        kube = KubeClient(api)
+        finished = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": "done-an-hour-ago", "namespace": "team-a"},
+            "spec": {
+                "queueName": "main",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]}
+                        },
+                    }
+                ],
+            },
+        }
+        await kube.create(finished)
+        condition = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+        condition["lastTransitionTime"] = "2026-01-01T00:00:00Z"
+        await kube.patch("Workload", "done-an-hour-ago", {"status": {"conditions": [condition]}}, "team-a", status=True)
+    finally:
+        await api.close()
+    argv = ("what-if", "quota:team-a:h100:nvidia.com/gpu=16", "--seed", "3", "--processes", "1")
+    code, out = await _queues(*argv, "--kubeconfig", str(fake_api.kubeconfig), "--output", "json")
+    assert code == 0
+    taken = json.loads(out)["notes"][0]
+    counts = re.fullmatch(
+        r"rehearsed (\d+) admitted workloads \(their remaining run\), (\d+) pending and (\d+) arrivals of the "
+        r"last 24 h replayed",
+        taken,
+    )
+    assert counts is not None, taken
+    admitted, pending, arrivals = (int(n) for n in counts.groups())
+    # the five fixture Workloads hold or wait now; all six, the finished one too, arrived just now
+    assert (admitted + pending, arrivals) == (5, 6)

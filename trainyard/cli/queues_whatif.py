@@ -3,7 +3,11 @@
 The queues (``--objects``/``--kubeconfig``, or a built-in ``--scenario``) are simulated on one
 seed without the changes and with each one (or all ``--together``), the variants in parallel
 processes; the table lists per ClusterQueue the wait p50/p95, completion p50, utilization of
-nominal quota, mean borrowing and preemptions, base -> variant.
+nominal quota, mean borrowing and preemptions, base -> variant, over the scenario's measured
+window (its warm-up left out, as ``simulate``'s report and the plots written with ``--out``
+leave it), and says which window and units. Each change is shown with the value it replaces;
+where a change made its own queue's wait worse, the lines under its table say what the runs
+show for that queue.
 """
 
 from __future__ import annotations
@@ -35,39 +39,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="write plots of every variant here")
 
 
+def _base(args: argparse.Namespace) -> Any:
+    """The rehearsal without changes: a built-in scenario, or the queues read (with a trace's arrivals)."""
+    from simulations.whatif import Rehearsal, rehearsal_from_queues
+
+    if args.scenario is not None:
+        from simulations.scenarios import BUILTIN, build
+
+        if args.scenario not in BUILTIN:
+            raise UserError(f"unknown scenario {args.scenario!r}; built-in: {', '.join(BUILTIN)}")
+        base = Rehearsal(build(BUILTIN[args.scenario]))
+    else:
+        from trainyard.cli.queues_source import load_source
+
+        loaded = load_source(args)
+        base = rehearsal_from_queues(
+            [*loaded.objects],
+            loaded.workloads,
+            loaded.namespaces,
+            now=time.time(),
+            default_duration=args.duration,
+            window=0.0 if args.trace is not None else args.window,
+        )
+    if args.trace is not None:
+        from simulations.traces.jobcsv import read_job_csv
+
+        trace = read_job_csv(args.trace)
+        current = [j for j in base.built.jobs(_streams(args.seed)) if j.submit_time <= 0]
+        jobs = current + trace
+        base = dataclasses.replace(
+            base, built=dataclasses.replace(base.built, jobs=lambda _: iter(jobs), job_count=len(jobs))
+        )
+    return base
+
+
 def rehearse(args: argparse.Namespace) -> dict[str, Any]:
     from simulations.errors import SimulationInputError
-    from simulations.whatif import Rehearsal, apply_changes, compare, parse_change, rehearsal_from_queues, run_variants
+    from simulations.whatif import apply_changes, parse_change, run_variants
 
     try:
         changes = [(text, parse_change(text)) for text in args.changes]
-        if args.scenario is not None:
-            from simulations.scenarios import BUILTIN, build
-
-            if args.scenario not in BUILTIN:
-                raise UserError(f"unknown scenario {args.scenario!r}; built-in: {', '.join(BUILTIN)}")
-            base = Rehearsal(build(BUILTIN[args.scenario]))
-        else:
-            from trainyard.cli.queues_source import load_source
-
-            loaded = load_source(args)
-            base = rehearsal_from_queues(
-                [*loaded.objects],
-                loaded.workloads,
-                loaded.namespaces,
-                now=time.time(),
-                default_duration=args.duration,
-                window=0.0 if args.trace is not None else args.window,
-            )
-        if args.trace is not None:
-            from simulations.traces.jobcsv import read_job_csv
-
-            trace = read_job_csv(args.trace)
-            current = [j for j in base.built.jobs(_streams(args.seed)) if j.submit_time <= 0]
-            jobs = current + trace
-            base = dataclasses.replace(
-                base, built=dataclasses.replace(base.built, jobs=lambda _: iter(jobs), job_count=len(jobs))
-            )
+        base = _base(args)
         variants = {"base": base}
         if args.together:
             variants[" + ".join(t for t, _ in changes)] = apply_changes(base, [c for _, c in changes], args.seed)
@@ -84,15 +96,37 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
 
         for index, name in enumerate(variants):
             write_plots(results[name].result, args.out / ("base" if index == 0 else f"variant-{index}"))
-    return {
-        "seed": args.seed,
+    return _report(args.seed, wall, base, [text for text, _ in changes], results)
+
+
+def _report(seed: int, wall: float, base: Any, changes: list[str], results: dict[str, Any]) -> dict[str, Any]:
+    """Per variant: its changes in the base's numbers, the per-queue comparison, and why a change
+    made its own queue's wait worse (from the runs); the window every figure covers."""
+    from simulations.whatif import compare
+    from simulations.whatif.outcome import describe_change, why_worse
+    from simulations.whatif.runs import measured_window
+
+    unit = str(results["base"].result.summary.get("unit", "GPUs"))
+    summaries = {text: describe_change(text, base) for text in changes}
+    report: dict[str, Any] = {
+        "seed": seed,
         "wall_seconds": round(wall, 3),
+        "window": measured_window(results["base"].result),
         "notes": base.notes,
-        "variants": {
-            name: {"per_queue": compare(results["base"], results[name])} for name in variants if name != "base"
-        },
+        "variants": {},
         "base": results["base"].per_queue,
     }
+    for name in results:
+        if name == "base":
+            continue
+        described = [summaries[text] for text in changes if text in name.split(" + ")]
+        found = [why_worse(s, results["base"].per_queue, results[name].per_queue, unit) for s in described]
+        report["variants"][name] = {
+            "changes": [s.words for s in described],
+            "per_queue": compare(results["base"], results[name]),
+            "why_worse": [line for lines in found if lines for line in lines] or None,
+        }
+    return report
 
 
 def _streams(seed: int) -> Any:
@@ -101,15 +135,33 @@ def _streams(seed: int) -> Any:
     return RandomStreams(seed)
 
 
-def _cell(entry: dict[str, Any]) -> str:
+def _cell(entry: dict[str, Any], *, percent: bool = False) -> str:
+    """``base→variant``, short enough to stay on one line at 80 columns: thousands as "k",
+    a fraction of nominal as a percentage."""
+
     def show(value: Any) -> str:
         if value is None:
             return "-"
+        if percent:
+            return f"{value * 100:.0f}%"
+        if isinstance(value, int | float) and abs(value) >= 1000:
+            return f"{value / 1000:.1f}k"
         if isinstance(value, float):
-            return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+            return f"{value:.0f}" if abs(value) >= 10 else f"{value:.2g}"
         return str(value)
 
     return f"{show(entry['base'])}→{show(entry['variant'])}"
+
+
+def _window_words(window: dict[str, Any]) -> str:
+    """Which window the figures cover, and their units, in one caption."""
+    span = f"{window['from_s'] / 3600:.1f}–{window['to_s'] / 3600:.1f} h"
+    left_out = window["warmup_jobs_left_out"]
+    warmup = f", warm-up left out ({left_out:,} jobs)" if window["from_s"] else ""
+    return (
+        f"jobs submitted {span}{warmup}; Util %nom: {window['utilization']}; Borrow: {window['borrowing']}; "
+        "Preempt: preemptions those jobs suffered"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,26 +175,34 @@ def run(args: argparse.Namespace) -> int:
         dump(report, args.output)
         return 0
     out = console()
+    window = report["window"]
     for name, variant in report["variants"].items():
         table = Table(
-            title=f"what if {name} (seed {report['seed']}; base→variant)",
+            title=f"what if {name}: {'; '.join(variant['changes'])} (seed {report['seed']}; base→variant)",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
+            padding=(0, 1),
+            collapse_padding=True,
+            caption=_window_words(window),
+            caption_justify="left",
         )
-        for column in ("ClusterQueue", "Wait p50 s", "Wait p95 s", "Done p50 s", "Util", "Borrow", "Preempt"):
-            table.add_column(column, overflow="fold")
+        table.add_column("ClusterQueue", overflow="fold")
+        for column in ("Wait p50 s", "Wait p95 s", "Done p50 s", "Util %nom", "Borrow", "Preempt"):
+            table.add_column(column, justify="right", no_wrap=True)
         for queue, row in variant["per_queue"].items():
             table.add_row(
                 queue,
                 _cell(row["wait_p50_s"]),
                 _cell(row["wait_p95_s"]),
                 _cell(row["completion_p50_s"]),
-                _cell(row["utilization"]),
+                _cell(row["utilization"], percent=True),
                 _cell(row["borrowing_mean"]),
                 _cell(row["preemptions"]),
             )
         out.print(table)
+        for line in variant["why_worse"] or []:
+            out.print(f"  {line}")
     for note_text in report["notes"]:
         out.print(f"[dim]note: {note_text}[/]")
     if args.out is not None:
