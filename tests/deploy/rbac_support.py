@@ -53,7 +53,7 @@ class Request:
 
 
 def granted_rules(files: Iterable[Path] = RBAC_FILES) -> list[Rule]:
-    rules = []
+    rules: list[Rule] = []
     for path in files:
         for document in yaml.safe_load_all(path.read_text()):
             if document and document["kind"] in {"ClusterRole", "Role"}:

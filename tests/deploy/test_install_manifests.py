@@ -14,7 +14,7 @@ from kustomize_support import build, build_with_kubectl, build_without_kubectl, 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL = ROOT / "manifests" / "install"
 WEBHOOK = ROOT / "manifests" / "webhook"
-COMPONENTS = ("webhook", "queue controller", "launcher", "ungater", "leader election")
+COMPONENTS = ("webhook", "queue controller", "queue-status controller", "launcher", "ungater", "leader election")
 RBAC_FILES = [INSTALL / "controller-rbac.yaml", INSTALL / "leader-election-rbac.yaml", WEBHOOK / "rbac.yaml"]
 
 

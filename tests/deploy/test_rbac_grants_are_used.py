@@ -6,7 +6,7 @@ the Pod gets for free.
 
 The scenarios drive the real controller service through what it does in a cluster: leader election,
 TAS admission and preemption, JobSet, PodGroup and MPI launches, pod ungating, status mirroring,
-Events, and a conflicting status write read back. What other controllers would do (the JobSet and
+queue status, Events, and a conflicting status write read back. What other controllers would do (the JobSet and
 Job controllers creating pods, a JobSet completing) the tests write straight into the store, so
 that every logged request is the service's own.
 """
@@ -36,6 +36,10 @@ OWNER_FINALIZERS = Request("update", "trainer.kubeflow.org", "trainjobs/finalize
 
 def _names(server: FakeApiServer, api_version: str, kind: str, namespace: str) -> set[str]:
     return {item["metadata"]["name"] for item in server.store.items(server.type_of(api_version, kind), namespace)}
+
+
+def _status_written(server: FakeApiServer, kind: str) -> bool:
+    return any(queue.get("status") for queue in server.store.items(server.type_of("kueue.x-k8s.io/v1beta2", kind)))
 
 
 def _pods_of(jobset: dict[str, Any]) -> list[dict[str, Any]]:
@@ -112,6 +116,10 @@ async def _tas_preemption_run() -> FakeApiServer:
             return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions or ())
 
         await until(high_complete, "the high TrainJob's status mirrored from its JobSet")
+        await until(
+            lambda: _status_written(server, "ClusterQueue"), "the queue-status controller's ClusterQueue status"
+        )
+        await until(lambda: _status_written(server, "LocalQueue"), "the queue-status controller's LocalQueue status")
         await replica.stop()
     return server
 
