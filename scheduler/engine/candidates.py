@@ -7,6 +7,13 @@ Kueue's candidates for a preemptor are the admitted workloads that use a contest
 ``AdmittedWorkloads`` are in or out at once. A ``CandidatePool`` is one such level; it can say
 what its candidates use in total without listing them when every workload of the level uses a
 contested resource, which is what lets the search rule out a hopeless preemption cheaply.
+
+Kueue's classical preemption (preemption/classical/hierarchical_preemption.go) also sorts each
+candidate into a variant: its own ClusterQueue's, a hierarchical reclaim (the preemptor's share of
+the tree holds it, so it may take back lent quota whatever the borrowing policy), or a
+priority-based reclaim that is allowed only without borrowing or also while borrowing. The
+variant decides the search order (hierarchical candidates, then priority-based ones, then the
+preemptor's own), which searches may take the candidate, and the reason recorded for its eviction.
 """
 
 from __future__ import annotations
@@ -17,8 +24,23 @@ from dataclasses import dataclass
 
 from scheduler.engine.admitted import PriorityLevel
 from scheduler.engine.cluster import ClusterQueueInfo
-from scheduler.engine.quota import FlavorResource
+from scheduler.engine.quota import FlavorResource, QuotaNode
 from scheduler.engine.workloads import WorkloadInfo
+
+# Kueue's preemption variants (classical/hierarchical_preemption.go preemptionVariant)
+WITHIN_CLUSTER_QUEUE = 0
+HIERARCHICAL_RECLAIM = 1
+RECLAIM_WITHOUT_BORROWING = 2
+RECLAIM_WHILE_BORROWING = 3
+
+
+def variant_rank(variant: int) -> int:
+    """Kueue lists hierarchical candidates first, then priority-based ones, then its own queue's."""
+    if variant == HIERARCHICAL_RECLAIM:
+        return 0
+    if variant == WITHIN_CLUSTER_QUEUE:
+        return 2
+    return 1
 
 
 # eq=False: candidates compare by identity. A search's ``list.remove`` would otherwise call the
@@ -28,12 +50,18 @@ class Candidate:
     workload: WorkloadInfo
     cluster_queue: ClusterQueueInfo
     same_queue: bool
+    variant: int
+    lca: QuotaNode | None  # the cohort where the preemptor's and the candidate's paths meet
 
     # mypyc: CONTRIBUTING.md
-    def __init__(self, workload: WorkloadInfo, cluster_queue: ClusterQueueInfo, same_queue: bool) -> None:
+    def __init__(
+        self, workload: WorkloadInfo, cluster_queue: ClusterQueueInfo, variant: int, lca: QuotaNode | None
+    ) -> None:
         self.workload = workload
         self.cluster_queue = cluster_queue
-        self.same_queue = same_queue
+        self.same_queue = variant == WITHIN_CLUSTER_QUEUE
+        self.variant = variant
+        self.lca = lca
 
 
 def ordering(candidate: Candidate) -> tuple[bool, int, float, str]:
@@ -68,7 +96,8 @@ class CandidatePool:
 
     cluster_queue: ClusterQueueInfo
     level: PriorityLevel
-    same_queue: bool
+    variant: int
+    lca: QuotaNode | None
     contested: list[FlavorResource]
     check: Callable[[WorkloadInfo], bool] | None  # a per-workload condition the level does not settle
 
@@ -77,13 +106,15 @@ class CandidatePool:
         self,
         cluster_queue: ClusterQueueInfo,
         level: PriorityLevel,
-        same_queue: bool,
+        variant: int,
+        lca: QuotaNode | None,
         contested: list[FlavorResource],
         check: Callable[[WorkloadInfo], bool] | None = None,
     ) -> None:
         self.cluster_queue = cluster_queue
         self.level = level
-        self.same_queue = same_queue
+        self.variant = variant
+        self.lca = lca
         self.contested = contested
         self.check = check
 
@@ -95,11 +126,14 @@ class CandidatePool:
 
     def candidates(self) -> Iterator[Candidate]:
         """The pool's candidates in Kueue's order: newest admitted first, then UID."""
-        cq, same_queue = self.cluster_queue, self.same_queue
+        cq, variant, lca = self.cluster_queue, self.variant, self.lca
         whole = self._whole()
         for workload in self.level.newest_first():
             if whole or self._admits(workload):
-                yield Candidate(workload, cq, same_queue)
+                yield Candidate(workload, cq, variant, lca)
+
+    def has_candidates(self) -> bool:
+        return self._whole() or next(self.candidates(), None) is not None
 
     def usage(self) -> dict[FlavorResource, int]:
         """What the pool's candidates use together (the level's own total when all are candidates)."""
@@ -116,13 +150,13 @@ class CandidatePool:
 def in_order(pools: list[CandidatePool]) -> Iterator[Candidate]:
     """Every candidate of ``pools`` in Kueue's order (``ordering``), produced lazily.
 
-    Pools come in (same ClusterQueue, priority) order; pools of one priority from several
+    Pools come in (variant's rank, priority) order; pools of one priority from several
     ClusterQueues are merged by admission time. A search that stops after its first few
     victims never looks at the rest.
     """
-    groups: dict[tuple[bool, int], list[CandidatePool]] = {}
+    groups: dict[tuple[int, int], list[CandidatePool]] = {}
     for pool in pools:
-        groups.setdefault((pool.same_queue, pool.level.priority), []).append(pool)
+        groups.setdefault((variant_rank(pool.variant), pool.level.priority), []).append(pool)
     for key in sorted(groups):
         members = groups[key]
         if len(members) == 1:
@@ -147,18 +181,17 @@ def _levels(cq: ClusterQueueInfo, policy: str, priority: int) -> list[PriorityLe
     return []  # Never (or a policy Kueue does not know): nobody
 
 
-def _pools(
+def priority_pools(
     cq: ClusterQueueInfo,
     preemptor: WorkloadInfo,
     contested: list[FlavorResource],
     policy: str,
-    same_queue: bool,
-    max_priority: int | None = None,
+    variant: int,
+    lca: QuotaNode | None = None,
 ) -> list[CandidatePool]:
+    """``cq``'s candidates that ``policy`` allows, one pool of ``variant`` per priority level."""
     pools: list[CandidatePool] = []
     for level in _levels(cq, policy, preemptor.priority):
-        if max_priority is not None and level.priority > max_priority:
-            break
         if not level.used_by_any(contested):
             continue
         check: Callable[[WorkloadInfo], bool] | None = None
@@ -167,12 +200,12 @@ def _pools(
             def check(w: WorkloadInfo) -> bool:
                 return satisfies_policy(policy, preemptor, w) and w is not preemptor
 
-        elif same_queue and preemptor.key in level.workloads:  # asked about a workload already admitted
+        elif preemptor.key in level.workloads:  # asked about a workload already admitted
 
             def check(w: WorkloadInfo) -> bool:
                 return w is not preemptor
 
-        pools.append(CandidatePool(cq, level, same_queue, contested, check))
+        pools.append(CandidatePool(cq, level, variant, lca, contested, check))
     return pools
 
 
@@ -180,18 +213,18 @@ def own_pools(
     cq: ClusterQueueInfo, preemptor: WorkloadInfo, contested: list[FlavorResource], policy: str
 ) -> list[CandidatePool]:
     """Candidates in the preemptor's own ClusterQueue, by ``withinClusterQueue``."""
-    return _pools(cq, preemptor, contested, policy, same_queue=True)
+    return priority_pools(cq, preemptor, contested, policy, WITHIN_CLUSTER_QUEUE)
 
 
-def cohort_pools(
+def borrowing_queue_pools(
     cq: ClusterQueueInfo,
     preemptor: WorkloadInfo,
     contested: list[FlavorResource],
     cluster_queues: dict[str, ClusterQueueInfo],
     policy: str,
-    max_priority: int | None = None,
 ) -> list[CandidatePool]:
-    """Candidates in the other ClusterQueues of the cohort tree that borrow a contested resource."""
+    """Candidates in the other ClusterQueues of the cohort tree that borrow a contested resource
+    (fair sharing's findCandidates)."""
     if cq.node.parent is None or policy == "Never":
         return []
     pools: list[CandidatePool] = []
@@ -201,7 +234,7 @@ def cohort_pools(
         other = cluster_queues.get(leaf.name)
         if other is None or not any(leaf.is_borrowing(fr) for fr in contested):
             continue  # only ClusterQueues over their nominal quota can be reclaimed from
-        pools.extend(_pools(other, preemptor, contested, policy, same_queue=False, max_priority=max_priority))
+        pools.extend(priority_pools(other, preemptor, contested, policy, RECLAIM_WITHOUT_BORROWING))
     return pools
 
 

@@ -2,8 +2,9 @@
 
 A round takes the head of every active ClusterQueue, computes each head's flavor assignment,
 orders the heads as Kueue does (non-borrowing before borrowing, then priority, then FIFO; with
-fair sharing, the lowest dominant resource share first) and processes them against the live
-quota tree: admit what fits, preempt where policy allows, park the rest with a reason.
+fair sharing, one at a time by Kueue's tournament over the cohort tree) and processes them
+against the live quota tree: admit what fits, preempt where policy allows, admit a pod set with
+``minCount`` partially where a smaller count fits (by preempting too), park the rest with a reason.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scheduler.engine.fairsharing import dominant_resource_share
-from scheduler.engine.flavors import Assignment, Mode, assign_flavors
+from scheduler.engine.fairsharing import FairNominee, FairSharingOrder
+from scheduler.engine.flavors import Assignment, Mode, assign_flavors, search_reduced_counts
 from scheduler.engine.preemption import Victim, find_victims, simulate_removal, undo_removal
 from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload, PreemptedWorkload
 from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo
@@ -33,16 +34,12 @@ class _Entry:
     cq: ClusterQueueInfo
     workload: WorkloadInfo
     assignment: Assignment
-    share: float
 
     # mypyc: CONTRIBUTING.md
-    def __init__(
-        self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment, share: float = 0.0
-    ) -> None:
+    def __init__(self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment) -> None:
         self.cq = cq
         self.workload = workload
         self.assignment = assignment
-        self.share = share
 
 
 def _head_order(entry: _Entry) -> tuple[int, int, float, int]:
@@ -52,10 +49,9 @@ def _head_order(entry: _Entry) -> tuple[int, int, float, int]:
     return (entry.assignment.borrow, -workload.priority, workload.queue_order_time, workload.sequence)
 
 
-def _fair_head_order(entry: _Entry) -> tuple[int, float, int, float, int]:
-    """``_head_order`` with fair sharing: the lowest dominant resource share first after borrowing."""
-    workload = entry.workload
-    return (entry.assignment.borrow, entry.share, -workload.priority, workload.queue_order_time, workload.sequence)
+# What one attempt at a head found: its placements (it fits), or the victims to evict first, or
+# neither, with the reason it waits when there is one to tell.
+_Decision = tuple[dict[str, object] | None, list[Victim] | None, str | None]
 
 
 class AdmissionCycle:
@@ -94,10 +90,11 @@ class AdmissionCycle:
         self.result.rounds += 1
         self._round_start = self._changes
         if engine.config.fair_sharing:
-            for entry in entries:
-                entry.share = dominant_resource_share(entry.cq.node, entry.assignment.usage)
-            entries.sort(key=_fair_head_order)
-        elif len(entries) > 1:
+            order = FairSharingOrder([FairNominee(e.cq.node, e.workload, e.assignment.usage) for e in entries])
+            while order:
+                self._process(entries[order.pop(self._changes)])
+            return True
+        if len(entries) > 1:
             entries.sort(key=_head_order)
         for entry in entries:
             self._process(entry)
@@ -183,25 +180,29 @@ class AdmissionCycle:
             # Something was admitted or evicted since this head was nominated: decide on the
             # live quota tree, as Kueue re-checks ``fits`` after each admission in a cycle.
             assignment = self.assign(cq, workload)
+        placements, victims, why = self._decide(cq, workload, assignment)
+        if placements is not None:
+            self._admit(cq, workload, assignment, placements)
+            return
+        if victims:
+            self._preempt_and_admit(cq, workload, assignment, victims)
+            return
+        if self.engine.config.partial_admission and self._admit_partially(cq, workload):
+            return
+        self._park(cq, workload, why or self._topology_verdict(cq, workload, assignment) or assignment.message())
+
+    def _decide(self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment) -> _Decision:
+        """Kueue's getInitialAssignments for one assignment: it fits (and places), or it fits
+        once victims are gone (quota, or room for the gang on its topology), or neither."""
         if assignment.mode is Mode.FIT:
             placements, why = self.engine.placements.place(cq, workload, assignment)
             if placements is not None:
-                self._admit(cq, workload, assignment, placements)
-                return
+                return placements, None, None
             victims = self._victims(cq, workload, assignment, topology_only=True)
-            if victims:
-                self._preempt_and_admit(cq, workload, assignment, victims)
-                return
-            self._park(cq, workload, why or assignment.message())
-            return
+            return None, victims, None if victims else (why or assignment.message())
         if assignment.mode in (Mode.PREEMPT, Mode.RECLAIM):
-            victims = self._victims(cq, workload, assignment, topology_only=False)
-            if victims:
-                self._preempt_and_admit(cq, workload, assignment, victims)
-                return
-        if self.engine.config.partial_admission and self._admit_partially(cq, workload):
-            return
-        self._park(cq, workload, self._topology_verdict(cq, workload, assignment) or assignment.message())
+            return None, self._victims(cq, workload, assignment, topology_only=False), None
+        return None, None, None
 
     def _topology_verdict(self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment) -> str | None:
         """For a gang that waits on quota: say so when no domain could hold it even on an empty cluster."""
@@ -245,29 +246,23 @@ class AdmissionCycle:
         self._admit(cq, workload, assignment, placements)
 
     def _admit_partially(self, cq: ClusterQueueInfo, workload: WorkloadInfo) -> bool:
-        """Kueue's partial admission: the largest count ≥ minCount that fits (one pod set may set it)."""
-        index = next((i for i, p in enumerate(workload.pod_sets) if p.min_count is not None), None)
-        if index is None:
+        """Kueue's partial admission: the largest counts down to ``minCount`` that fit, outright
+        or by preempting (PodSetReducer.Search over getInitialAssignments' test)."""
+
+        def attempt(counts: list[int]) -> tuple[Assignment, _Decision] | None:
+            reduced = self.assign(cq, workload, counts)
+            decision = self._decide(cq, workload, reduced)
+            return (reduced, decision) if decision[0] is not None or decision[1] else None
+
+        found = search_reduced_counts(workload.pod_sets, attempt)
+        if found is None:
             return False
-        pod_set = workload.pod_sets[index]
-        low, high = pod_set.min_count or 1, pod_set.count - 1
-        best: tuple[Assignment, dict[str, object]] | None = None
-        counts = [p.count for p in workload.pod_sets]
-        while low <= high:
-            middle = (low + high) // 2
-            counts[index] = middle
-            candidate = self.assign(cq, workload, list(counts))
-            placements = None
-            if candidate.mode is Mode.FIT:
-                placements, _ = self.engine.placements.place(cq, workload, candidate)
-            if placements is not None:
-                best = (candidate, placements)
-                low = middle + 1
-            else:
-                high = middle - 1
-        if best is None:
-            return False
-        self._admit(cq, workload, best[0], best[1])
+        assignment, (placements, victims, _) = found
+        if placements is not None:
+            self._admit(cq, workload, assignment, placements)
+        else:
+            assert victims
+            self._preempt_and_admit(cq, workload, assignment, victims)
         return True
 
     def _admit(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from runtimes.k8s.quantity import format_amount
 from scheduler.api.kueue import ResourceFlavor
@@ -19,6 +20,8 @@ from scheduler.engine.cluster import ClusterQueueInfo, QueuePolicies
 from scheduler.engine.flavor_match import PodSetPlan
 from scheduler.engine.quota import FlavorResource
 from scheduler.engine.workloads import PodSetInfo, WorkloadInfo
+
+T = TypeVar("T")
 
 
 class Mode(enum.IntEnum):
@@ -354,3 +357,28 @@ def _flavor_mode(
         if mode is Mode.NO_FIT:
             break
     return mode, borrow, most_borrow
+
+
+def search_reduced_counts(pod_sets: list[PodSetInfo], attempt: Callable[[list[int]], T | None]) -> T | None:
+    """Kueue's PodSetReducer.Search: the largest pod set counts, between ``count`` and
+    ``minCount``, that ``attempt`` accepts (its answer), or None.
+
+    Every pod set with a ``minCount`` gives up the same fraction of what it may lose at step
+    ``i`` of ``0..Σ(count − minCount)``; a binary search finds the first step accepted, probing
+    the steps in the order Go's sort.Search does, so the same counts are tried as in Kueue.
+    """
+    full = [p.count for p in pod_sets]
+    deltas = [p.count - (p.min_count if p.min_count is not None else p.count) for p in pod_sets]
+    total = sum(deltas)
+    if total <= 0:
+        return None
+    found: T | None = None
+    low, high = 0, total + 1
+    while low < high:
+        step = (low + high) // 2
+        answer = attempt([count - delta * step // total for count, delta in zip(full, deltas, strict=True)])
+        if answer is not None:
+            found, high = answer, step
+        else:
+            low = step + 1
+    return found
