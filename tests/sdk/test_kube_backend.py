@@ -325,31 +325,34 @@ async def test_logs_of_a_step_plain_and_followed(kube: KubeClient, log_proxy: tu
             await call(lambda: list(through_proxy.get_job_logs(name, step="node-3")))
 
 
-async def test_logs_against_the_fake_server_name_the_missing_endpoint(client: TrainerClient, kube: KubeClient) -> None:
+async def test_a_pod_not_yet_on_a_node_has_an_empty_log(client: TrainerClient, kube: KubeClient) -> None:
+    """As kube-apiserver answers for a pod no node runs yet: an empty log, not an error."""
     name = await call(client.train, runtime="plain-python", trainer=CustomTrainer(func=say_hello))
-    await add_pod(kube, node_pod(name, 0, "Running"))
-    with pytest.raises(ValueError, match=r"reading the log of pod .* container 'node': not found"):
-        await call(lambda: list(client.get_job_logs(name)))
+    await add_pod(kube, node_pod(name, 0, "Pending"))
+    assert await call(lambda: list(client.get_job_logs(name))) == []
 
 
-async def test_logs_of_a_pod_on_a_simulated_node_say_so_in_one_line(client: TrainerClient, kube: KubeClient) -> None:
-    """KWOK's fake kubelet runs no container: no log on a real KWOK cluster either, and no error."""
+@pytest.mark.parametrize("annotated", [True, False], ids=["kwok-annotation", "kwoks-answer"])
+async def test_logs_of_a_pod_on_a_simulated_node_say_so_in_one_line(
+    client: TrainerClient, kube: KubeClient, annotated: bool
+) -> None:
+    """KWOK's fake kubelet runs no container: no log on a real KWOK cluster either, and no error.
+    Known by the node's annotation, or else by KWOK's answer ("no logs found for container")."""
+    annotations = {"kwok.x-k8s.io/node": "fake"} if annotated else {}
     await kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": "gpu-node-7", "annotations": {"kwok.x-k8s.io/node": "fake"}},
-        }
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node-7", "annotations": annotations}}
     )
     name = await call(client.train, runtime="plain-python", trainer=CustomTrainer(func=say_hello))
     pod = node_pod(name, 0, "Running")
     pod["spec"]["nodeName"] = "gpu-node-7"
     await add_pod(kube, pod)
     lines = await call(lambda: list(client.get_job_logs(name)))
-    assert lines == [
-        f"(no log: pod {name}-node-0-0-abcde runs on simulated node gpu-node-7 (kwok.x-k8s.io/node=fake), "
-        "where no container runs)"
-    ]
+    pod_name = f"{name}-node-0-0-abcde"
+    if annotated:
+        expected = f"(no log: pod {pod_name} runs on simulated node gpu-node-7 (kwok.x-k8s.io/node=fake), where no container runs)"
+    else:
+        expected = f'(no log: pod {pod_name} runs on a simulated node: no logs found for container "node" in pod "default/{pod_name}")'
+    assert lines == [expected]
 
 
 async def test_a_client_left_open_is_closed_at_exit_without_warnings(fake_api: FakeApi, kube: KubeClient) -> None:

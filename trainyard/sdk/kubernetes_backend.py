@@ -52,6 +52,7 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 SCRIPT_DIR = PurePosixPath("/tmp/trainyard")
 # The annotation KWOK manages fake Nodes by (its --manage-nodes-with-annotation-selector).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_NO_LOGS = "no logs found for container"  # how KWOK's kubelet answers a pod it keeps no logs for
 
 
 @dataclass
@@ -331,6 +332,10 @@ class KubernetesBackend:
         try:
             if response.status != 200:
                 error = KubeApiError.from_body(response.status, await response.read())
+                if error.message.startswith(KWOK_NO_LOGS):
+                    # KWOK's kubelet, for a node KWOK manages by another selector than the annotation
+                    yield f"(no log: pod {pod} runs on a simulated node: {error.message})"
+                    return
                 raise self._failure(f"reading the log of pod {pod!r} container {container!r}", error)
             while line := await response.content.readline():
                 yield line.decode("utf-8", "replace").rstrip("\n")
