@@ -59,8 +59,11 @@ def classical_victims(
 ) -> list[Victim] | None:
     policy = cq.policies.preemption
     own = own_pools(cq, preemptor, contested, policy.within_cluster_queue)
-    others = _reclaim_pools(cq, preemptor, usage, contested, cluster_queues, policy)
     borrowing_forbidden = _borrowing_forbidden(policy)
+    # At or over nominal without borrowWithinCohort, Kueue searches only with borrowing, where
+    # no priority-based candidate is valid: gather the hierarchical ones alone.
+    only_borrowing = borrowing_forbidden and not _under_nominal(cq.node, contested)
+    others = _reclaim_pools(cq, preemptor, usage, contested, cluster_queues, policy, only_borrowing)
 
     def still_valid(candidate: Candidate) -> bool:
         return candidate.same_queue or _over_nominal_up_to_meeting_point(candidate, contested)
@@ -68,7 +71,7 @@ def classical_victims(
     # (every pool of another ClusterQueue holds a candidate: a level is pooled only when one of
     # its workloads uses a contested resource, and reclaimWithinCohort has no per-workload rule)
     attempts: tuple[bool, ...]
-    if not others or (borrowing_forbidden and not _under_nominal(cq.node, contested)):
+    if not others or only_borrowing:
         attempts = (True,)
     elif borrowing_forbidden and all(p.variant != HIERARCHICAL_RECLAIM for p in others):
         attempts = (False, True)
@@ -180,8 +183,10 @@ def _reclaim_pools(
     contested: list[FlavorResource],
     cluster_queues: dict[str, ClusterQueueInfo],
     policy: ClusterQueuePreemption,
+    hierarchical_only: bool,
 ) -> list[CandidatePool]:
-    """Candidates in the rest of the cohort tree, each pool with its variant and meeting point."""
+    """Candidates in the rest of the cohort tree, each pool with its variant and meeting point
+    (with ``hierarchical_only``, the levels without hierarchical advantage are not walked)."""
     node = cq.node
     if node.parent is None or policy.reclaim_within_cohort == "Never":
         return []
@@ -189,7 +194,8 @@ def _reclaim_pools(
     advantage, remaining = _fits_in_quota(node, usage)
     walked: QuotaNode | None = None
     for subtree_root in node.ancestors():
-        gathering.subtree(subtree_root, walked, subtree_root, advantage)
+        if advantage or not hierarchical_only:
+            gathering.subtree(subtree_root, walked, subtree_root, advantage)
         held, remaining = _fits_in_quota(subtree_root, remaining)
         advantage = advantage or held
         walked = subtree_root
