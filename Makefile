@@ -10,7 +10,7 @@ NATIVE ?= build/native/manifest.json
 NATIVE_SOURCES := $(shell $(PYTHON) -m trainyard.native.modules)
 NATIVE_TEST_ENV := $(if $(NATIVE),TRAINYARD_REQUIRE_COMPILED=1,TRAINYARD_PURE_ENGINE=1)
 
-.PHONY: install demo test lint types contracts pytest bench clean
+.PHONY: install demo test lint types contracts pytest bench clean cluster-tools
 
 # The dashboard's browser tests drive Debian's chromium through Playwright (pinned in the dev
 # extra); apt installs it where it is missing. Playwright's own browser download is never used.
@@ -45,7 +45,14 @@ $(NATIVE): $(STAMP) $(NATIVE_SOURCES)
 demo: install
 	$(BIN)/trainyard demo
 
-test: install lint types contracts pytest
+# The real Kubernetes components (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# KWOK, JobSet, Kueue) built from their Go modules at the versions sandbox/real/versions.toml pins,
+# into a cache outside the work tree ($$TRAINYARD_CLUSTER_TOOLS, default ~/.cache/trainyard/
+# cluster-tools). A no-op once built; without Go it says so and the real test tier skips.
+cluster-tools: install
+	$(BIN)/python -m sandbox.real.build
+
+test: install cluster-tools lint types contracts pytest
 
 lint: install
 	$(BIN)/ruff check .

@@ -2,9 +2,12 @@
 
 Kueue v1beta2 stores a placement as ``levels`` (node label keys, highest level first) and
 ``slices`` (apis/kueue/v1beta2/workload_types.go, TopologyAssignmentSlice); each slice covers
-``domainCount`` leaf domains and gives, per level in ``valuesPerLevel``, either one
-``universalValue`` (every domain of the slice has it) or ``roots`` spelled as ``prefix`` +
-``roots[i]`` + ``suffix``, and the pods per domain as ``universalPodCount`` or ``podCounts[i]``. Kueue v1beta1 stored the plain ``domains[]{values, count}`` list.
+``domainCount`` leaf domains and gives, per level in ``valuesPerLevel``, either
+``{universal: VALUE}`` (every domain of the slice has it) or ``{individual: {prefix, suffix,
+roots}}`` (domain i's value is prefix + roots[i] + suffix), and the pods per domain as
+``podCounts: {universal: N}`` or ``podCounts: {individual: [N, ...]}`` (Kueue v0.17's CRD, and
+its encoder in pkg/util/tas/tas_assignment.go). Kueue v1beta1 stored the plain
+``domains[]{values, count}`` list.
 When the Topology's lowest level is ``kubernetes.io/hostname`` only that level is stored (the
 hostname names the node; the higher levels add nothing).
 
@@ -107,15 +110,12 @@ def encode_topology_assignment(levels: Sequence[str], domains: Sequence[tuple[Se
     values_per_level = [_compact_values([values[i] for values, _ in domains]) for i in range(len(level_list))]
     counts = [int(count) for _, count in domains]
     slice_: dict[str, Any] = {"domainCount": len(domains), "valuesPerLevel": values_per_level}
-    if all(c == counts[0] for c in counts):
-        slice_["universalPodCount"] = counts[0]
-    else:
-        slice_["podCounts"] = counts
+    slice_["podCounts"] = {"universal": counts[0]} if all(c == counts[0] for c in counts) else {"individual": counts}
     return {"levels": level_list, "slices": [slice_]}
 
 
 def _compact_values(values: Sequence[str]) -> dict[str, Any]:
-    """One level's values: ``universalValue`` when all agree, else the common prefix and suffix
+    """One level's values: ``universal`` when all agree, else the common prefix and suffix
     (never overlapping: the prefix gives way, as in Kueue) and the roots between them."""
     prefix = values[0]
     suffix = values[0]
@@ -125,7 +125,7 @@ def _compact_values(values: Sequence[str]) -> dict[str, Any]:
         prefix = _common_prefix(prefix, value)
         suffix = _common_suffix(suffix, value)
     if len(prefix) == longest:
-        return {"universalValue": values[0]}
+        return {"universal": values[0]}
     if len(prefix) + len(suffix) > shortest:
         prefix = prefix[: shortest - len(suffix)]
     individual: dict[str, Any] = {}
@@ -134,7 +134,7 @@ def _compact_values(values: Sequence[str]) -> dict[str, Any]:
     if suffix:
         individual["suffix"] = suffix
     individual["roots"] = [v[len(prefix) : len(v) - len(suffix)] for v in values]
-    return individual
+    return {"individual": individual}
 
 
 def _common_prefix(a: str, b: str) -> str:
@@ -216,37 +216,43 @@ def _decode_slices(raw: Any, level_count: int) -> list[TopologyDomain]:
 def _level_values(raw: Any, domain_count: int, where: str) -> list[str]:
     if not isinstance(raw, Mapping):
         raise TopologyAssignmentError(f"{where} must be an object")
-    universal = raw.get("universalValue")
-    roots = raw.get("roots")
-    if (universal is None) == (roots is None):
-        raise TopologyAssignmentError(f"{where}: exactly one of roots, universalValue must be set")
+    universal = raw.get("universal")
+    individual = raw.get("individual")
+    if (universal is None) == (individual is None):
+        raise TopologyAssignmentError(f"{where}: exactly one of universal, individual must be set")
     if universal is not None:
         if not isinstance(universal, str):
-            raise TopologyAssignmentError(f"{where}.universalValue must be a string, got {universal!r}")
-        if raw.get("prefix") is not None or raw.get("suffix") is not None:
-            raise TopologyAssignmentError(f"{where}: universalValue cannot be set together with prefix or suffix")
+            raise TopologyAssignmentError(f"{where}.universal must be a string, got {universal!r}")
         return [universal] * domain_count
-    prefix = raw.get("prefix") or ""
-    suffix = raw.get("suffix") or ""
+    if not isinstance(individual, Mapping):
+        raise TopologyAssignmentError(f"{where}.individual must be an object")
+    prefix = individual.get("prefix") or ""
+    suffix = individual.get("suffix") or ""
+    roots = individual.get("roots")
     if not isinstance(prefix, str) or not isinstance(suffix, str):
-        raise TopologyAssignmentError(f"{where}.prefix and .suffix must be strings")
+        raise TopologyAssignmentError(f"{where}.individual.prefix and .suffix must be strings")
     if not isinstance(roots, list) or len(roots) != domain_count or not all(isinstance(r, str) for r in roots):
-        raise TopologyAssignmentError(f"{where}.roots must list domainCount ({domain_count}) strings, got {roots!r}")
+        raise TopologyAssignmentError(
+            f"{where}.individual.roots must list domainCount ({domain_count}) strings, got {roots!r}"
+        )
     return [prefix + root + suffix for root in roots]
 
 
 def _pod_counts(slice_: Mapping[str, Any], domain_count: int, where: str) -> list[int]:
-    universal = slice_.get("universalPodCount")
-    individual = slice_.get("podCounts")
+    counts = slice_.get("podCounts")
+    if not isinstance(counts, Mapping):
+        raise TopologyAssignmentError(f"{where}.podCounts must be an object with universal or individual")
+    universal = counts.get("universal")
+    individual = counts.get("individual")
     if (universal is None) == (individual is None):
-        raise TopologyAssignmentError(f"{where}: exactly one of podCounts, universalPodCount must be set")
+        raise TopologyAssignmentError(f"{where}.podCounts: exactly one of universal, individual must be set")
     if universal is not None:
-        return [_count(universal, f"{where}.universalPodCount")] * domain_count
+        return [_count(universal, f"{where}.podCounts.universal")] * domain_count
     if not isinstance(individual, list) or len(individual) != domain_count:
         raise TopologyAssignmentError(
-            f"{where}.podCounts must list domainCount ({domain_count}) counts, got {individual!r}"
+            f"{where}.podCounts.individual must list domainCount ({domain_count}) counts, got {individual!r}"
         )
-    return [_count(value, f"{where}.podCounts[{i}]") for i, value in enumerate(individual)]
+    return [_count(value, f"{where}.podCounts.individual[{i}]") for i, value in enumerate(individual)]
 
 
 def _count(raw: Any, where: str) -> int:

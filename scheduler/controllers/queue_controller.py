@@ -29,8 +29,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-import aiohttp
-
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.engine_mirror import EngineMirror, workload_key
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
@@ -39,6 +37,7 @@ from scheduler.controllers.metrics import QueueMetrics
 from scheduler.controllers.pending_status import PendingStatus, PendingWrite
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.workload_status import admitted_patch, evicted_patch
+from scheduler.controllers.workload_status_writes import WorkloadStatusWriter
 from scheduler.engine import (
     AdmissionEngine,
     AdmittedWorkload,
@@ -48,13 +47,13 @@ from scheduler.engine import (
     ReplacedPlacement,
     WorkloadState,
 )
-from scheduler.kube import KubeApiError, KubeClient, patch_status, with_retries
+from scheduler.kube import KubeClient
 
 log = logging.getLogger(__name__)
 
 CYCLE_KEY = "@cycle"
 RESYNC_KEY = "@resync"
-WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
+REFUSAL_BACKOFF_MAX = 300.0
 
 
 class QueueController:
@@ -84,9 +83,10 @@ class QueueController:
         self.debounce = debounce
         self.min_interval = min_interval
         self.pending = PendingStatus(refresh=pending_refresh, refresh_rate=pending_refresh_rate)
+        self._refused_count: dict[str, int] = {}  # key → admissions refused in a row
         self.resync_period = resync_period
-        self._writes = asyncio.Semaphore(write_concurrency)
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
+        self.writer = WorkloadStatusWriter(client, self.mirror, write_concurrency)
         self.health = HealthChecks(self)
         self.queue_add_after: Callable[[str, float], None] | None = None  # set by bind()
         self._last_cycle: float | None = None  # loop time
@@ -250,7 +250,7 @@ class QueueController:
         if requeue_at is None and preempted_reason is not None:
             requeue_at = now  # preempted workloads go back to their queue at once
         patch = evicted_patch(document, reason, message, now, preempted_reason=preempted_reason, requeue_at=requeue_at)
-        if not await self._patch(key, document, patch):
+        if not await self.writer.write(key, document, patch):
             self.mirror.resubmit(key)
             return False
         await self._event(document, WARNING, "Preempted" if preempted_reason else "Evicted", message)
@@ -265,17 +265,35 @@ class QueueController:
             # never admit what the server already shows admitted (or no longer has): take its view
             self.mirror.resubmit(key)
             return document is None
-        if not await self._patch(key, document, admitted_patch(document, info.admission, now)):
+        if not await self.writer.write(key, document, admitted_patch(document, info.admission, now)):
             if not self.mirror.unsure(key):  # an admission that may have landed keeps its quota
                 self.mirror.resubmit(key)
+            refusal = self.writer.refusal(key)
+            if refusal is not None:
+                await self._hold_refused(key, document, refusal, now)
             return False
         self.pending.forget(key)
+        self._refused_count.pop(key, None)
         if self.metrics is not None:
             self.metrics.admitted(info.admission.cluster_queue, now - (info.queue_order_time or info.created))
         await self._event(
             document, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {info.admission.cluster_queue}"
         )
         return True
+
+    async def _hold_refused(self, key: str, document: dict[str, Any], refusal: str, now: float) -> None:
+        """An admission the API server refused as invalid is not retried at once: the same write
+        would be refused again, every cycle. The workload waits out an exponential backoff (1 s,
+        doubling, at most 5 minutes), and the refusal is told on the Workload once."""
+        count = self._refused_count.get(key, 0) + 1
+        self._refused_count[key] = count
+        info = self.engine.workload(key)
+        if info is None:
+            return
+        delay = min(REFUSAL_BACKOFF_MAX, 2.0 ** (count - 1))
+        self.engine.hold_until(info, now + delay, f"the API server refused its admission: {refusal}")
+        if count == 1:
+            await self._event(document, WARNING, "AdmissionRefused", f"The API server refused the admission: {refusal}")
 
     async def _write_pending(self, now: float) -> None:
         """QuotaReserved=False with the reason and position, only where it changed (``PendingStatus``
@@ -288,7 +306,7 @@ class QueueController:
         await asyncio.gather(*(self._write_one_pending(write) for write in writes))
 
     async def _write_one_pending(self, write: PendingWrite) -> None:
-        if await self._patch(write.key, write.document, write.patch):
+        if await self.writer.write(write.key, write.document, write.patch):
             self.pending.wrote(write.key, asyncio.get_running_loop().time())
             if write.event_message is not None:
                 await self._event(write.document, NORMAL, "Pending", write.event_message)
@@ -315,7 +333,7 @@ class QueueController:
         document = self._cached(outcome.key)
         if info is None or info.admission is None or document is None:
             return True
-        if not await self._patch(outcome.key, document, admitted_patch(document, info.admission, now)):
+        if not await self.writer.write(outcome.key, document, admitted_patch(document, info.admission, now)):
             self.mirror.resubmit(outcome.key)
             return False
         message = f"Node {outcome.node} failed; its pods were placed again in the same topology domain"
@@ -323,52 +341,13 @@ class QueueController:
         return True
 
     async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool:
-        return await self._patch(key, document, patch)
+        return await self.writer.write(key, document, patch)
 
     # ------------------------------------------------------------------ writing
 
     def _cached(self, key: str) -> dict[str, Any] | None:
         # not the cache alone: right after our own write it may still show the revision before it
         return self.mirror.freshest(key)
-
-    async def _patch(self, key: str, document: dict[str, Any], status: dict[str, Any]) -> bool:
-        """Merge-patch the Workload's status at the revision read; False on any failure."""
-        metadata = document.get("metadata") or {}
-        name, namespace = str(metadata.get("name")), metadata.get("namespace")
-        self.mirror.writing.add(key)
-        try:
-            async with self._writes:
-                written = await patch_status(
-                    self.client,
-                    "Workload",
-                    name,
-                    namespace,
-                    status,
-                    resource_version=str(metadata.get("resourceVersion")),
-                )
-        except WRITE_ERRORS as error:
-            log.info("status of Workload %s not written (%s); the next cycle reconciles it again", key, error)
-            if not await self._read_back(key, name, namespace):
-                self.mirror.lost_answer(key, metadata.get("resourceVersion"))
-            return False
-        finally:
-            self.mirror.writing.discard(key)
-        self.mirror.learned(key, written)
-        return True
-
-    async def _read_back(self, key: str, name: str, namespace: str | None) -> bool:
-        """After a failed write, the Workload as the server has it now; False if it cannot be read.
-        An attempt whose answer was lost may have landed (its retry then meets a 409 against
-        itself), and a refusal means the cache is behind: either way the engine must not take the
-        cached copy as the truth, or it would release quota the server still counts."""
-        try:
-            current = await with_retries(lambda: self.client.get("Workload", name, namespace), what=f"get {key}")
-        except KubeApiError as error:
-            return error.status == 404  # deleted: the cache's deletion event says the rest
-        except WRITE_ERRORS:
-            return False  # unreachable: whether the write landed is unknown
-        self.mirror.learned(key, current)
-        return True
 
     async def _event(self, document: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         if self.events is None:

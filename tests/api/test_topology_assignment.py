@@ -23,13 +23,25 @@ from scheduler.api.topology_assignment import (
 Domains = list[tuple[list[str], int]]
 
 
+def _level(short: dict[str, Any]) -> dict[str, Any]:
+    """One level's values in Kueue v0.17's spelling, from the tables' shorthand: ``universalValue``
+    is ``{universal: ...}``; ``prefix``/``suffix``/``roots`` go under ``individual``."""
+    level: dict[str, Any] = {}
+    if "universalValue" in short:
+        level["universal"] = short["universalValue"]
+    individual = {k: v for k, v in short.items() if k in ("prefix", "suffix", "roots")}
+    if individual:
+        level["individual"] = individual
+    return level
+
+
 def _slice(count: int, values: list[dict[str, Any]], pods: int | list[int] | None) -> dict[str, Any]:
-    """A slice in Kueue v1beta2's spelling: one pod count for every domain, or one per domain."""
-    slice_: dict[str, Any] = {"domainCount": count, "valuesPerLevel": values}
+    """A slice in Kueue v0.17's spelling: one pod count for every domain, or one per domain."""
+    slice_: dict[str, Any] = {"domainCount": count, "valuesPerLevel": [_level(v) for v in values]}
     if isinstance(pods, int):
-        slice_["universalPodCount"] = pods
+        slice_["podCounts"] = {"universal": pods}
     elif pods is not None:
-        slice_["podCounts"] = pods
+        slice_["podCounts"] = {"individual": pods}
     return slice_
 
 

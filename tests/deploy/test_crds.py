@@ -333,12 +333,17 @@ def _workload_with_admission(topology_assignment: dict[str, Any]) -> dict[str, A
     return workload
 
 
-# Kueue v1beta2's wire format (apis/kueue/v1beta2/workload_types.go: TopologyAssignmentSlice with
-# valuesPerLevel[{prefix, suffix, roots} | {universalValue}] and podCounts | universalPodCount).
+# Kueue v1beta2's wire format (v0.17, apis/kueue/v1beta2/workload_types.go: TopologyAssignmentSlice
+# with valuesPerLevel[{universal} | {individual: {prefix, suffix, roots}}] and podCounts {universal} |
+# {individual}).
 KUEUE_V1BETA2_ASSIGNMENT = {
     "levels": ["kubernetes.io/hostname"],
     "slices": [
-        {"domainCount": 2, "valuesPerLevel": [{"prefix": "node-", "roots": ["1", "2"]}], "universalPodCount": 1}
+        {
+            "domainCount": 2,
+            "valuesPerLevel": [{"individual": {"prefix": "node-", "roots": ["1", "2"]}}],
+            "podCounts": {"universal": 1},
+        }
     ],
 }
 

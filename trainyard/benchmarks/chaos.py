@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainyard.benchmarks.chaos_audit import Audit
 from trainyard.benchmarks.chaos_diagnostics import NAMESPACE, lost_job_story, replica_state
-from trainyard.benchmarks.controller import queue_objects, trainjob
+from trainyard.benchmarks.launch_measures import queue_objects, trainjob
 
 if TYPE_CHECKING:  # the harness pulls in aiohttp and kubernetes-asyncio: only when a benchmark runs
     from sandbox.apiserver import FakeApiServer

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runtimes.k8s.quantity import Quantity
-from trainyard.benchmarks.controller import owner_name
+from trainyard.benchmarks.launch_measures import owner_name
 
 if TYPE_CHECKING:
     from sandbox.apiserver.records import StoredEvent

@@ -24,16 +24,24 @@ import asyncio
 import statistics
 import time
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from trainyard.benchmarks.launch_measures import (
+    NAMESPACE,
+    RUNTIMES,
+    owner_name,
+    per_job_writes,
+    percentile,
+    queue_objects,
+    trainjob,
+)
 
 if TYPE_CHECKING:  # the harness pulls in aiohttp and kubernetes-asyncio: only when a benchmark runs
     from sandbox.apiserver import FakeApiServer
     from sandbox.apiserver.records import StoredEvent
 
-NAMESPACE = "bench"
-KUEUE = "kueue.x-k8s.io/v1beta2"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-RUNTIMES = {"torch_distributed": "torch-distributed", "deepspeed_distributed": "deepspeed-distributed"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -45,62 +53,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="torch_distributed",
         help="bundled runtime the TrainJobs use: torch (default) or DeepSpeed over MPI (adds a Secret and a ConfigMap)",
     )
-
-
-def queue_objects(
-    namespace: str, *, cpu: int, cluster_queue: str = "bench", runtime: str = "torch_distributed"
-) -> list[dict[str, Any]]:
-    """A namespace, a bundled runtime, one flavor, one ClusterQueue of ``cpu`` CPUs and its LocalQueue."""
-    from sandbox.embedded import builtin_runtime
-
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        builtin_runtime(runtime),
-        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": cluster_queue},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": str(cpu)}]}],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": KUEUE,
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": namespace},
-            "spec": {"clusterQueue": cluster_queue},
-        },
-    ]
-
-
-def trainjob(
-    name: str, namespace: str, *, nodes: int = 1, cpu: int = 1, runtime: str = "torch-distributed"
-) -> dict[str, Any]:
-    """A suspended TrainJob of ClusterTrainingRuntime ``runtime`` in LocalQueue ``lq``, as the mutating webhook leaves it."""
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-        "spec": {
-            "runtimeRef": {"name": runtime},
-            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": {"cpu": str(cpu)}}},
-            "suspend": True,
-        },
-    }
-
-
-def owner_name(document: dict[str, Any]) -> str | None:
-    for reference in (document.get("metadata") or {}).get("ownerReferences") or []:
-        if reference.get("controller"):
-            return str(reference.get("name"))
-    return None
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="also run on a real kube-apiserver and etcd (built by `make cluster-tools`): both figures in one JSON",
+    )
+    parser.add_argument(
+        "--binaries",
+        type=Path,
+        metavar="DIR",
+        help="with --real: where the component binaries are (default: the cache)",
+    )
 
 
 def written_resource(path: str) -> str:
@@ -131,11 +94,6 @@ def write_counts(server: FakeApiServer) -> Counter[str]:
     return counts
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 class LaunchClock:
     """An observer of the server's store: when each TrainJob's JobSet was committed, and which
     TrainJobs have been unsuspended (the launcher's last write for a job)."""
@@ -158,21 +116,6 @@ class LaunchClock:
                 self.launched_at[owner] = time.perf_counter()
                 if len(self.launched_at) >= self.jobs:
                     self.all_launched.set()
-
-
-def per_job_writes(writes: Counter[str], jobs: int) -> dict[str, Any]:
-    """Object, status and Event writes per job, and the object writes per verb and resource."""
-    by_kind = {
-        key.split(":", 1)[1]: round(count / jobs, 2)
-        for key, count in sorted(writes.items())
-        if key.startswith("object:") and count > 0
-    }
-    return {
-        "writes_per_job": round(writes["object"] / jobs, 2),
-        "object_writes_by_kind": by_kind,
-        "status_writes_per_job": round(writes["status"] / jobs, 2),
-        "event_writes_per_job": round(writes["event"] / jobs, 2),
-    }
 
 
 async def measure(jobs: int, rate: float, runtime: str = "torch_distributed") -> dict[str, Any]:
@@ -216,4 +159,10 @@ async def measure(jobs: int, rate: float, runtime: str = "torch_distributed") ->
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.jobs < 1 or args.rate <= 0:
         raise SystemExit("--jobs must be at least 1 and --rate above 0")
-    return asyncio.run(measure(args.jobs, args.rate, args.runtime))
+    embedded = asyncio.run(measure(args.jobs, args.rate, args.runtime))
+    if not args.real:
+        return embedded
+    from trainyard.benchmarks.controller_real import measure_real
+
+    real = asyncio.run(measure_real(args.jobs, args.rate, args.runtime, args.binaries))
+    return {"jobs": args.jobs, "rate_per_s": args.rate, "runtime": args.runtime, "real": real, "embedded": embedded}

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 from trainyard.cli.errors import UserError
 
@@ -50,6 +51,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="divide every KWOK Stage delay by this (pods start and finish N times sooner; default 1)",
     )
     up.add_argument(
+        "--real",
+        action="store_true",
+        help="run on real Kubernetes components built from their Go modules (etcd, kube-apiserver, "
+        "kube-controller-manager, kube-scheduler, KWOK, JobSet; `make cluster-tools` builds them) "
+        "instead of the embedded API server and its stand-ins",
+    )
+    up.add_argument(
+        "--binaries",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="with --real: a folder holding the component binaries (default: $KUBEBUILDER_ASSETS, then the "
+        "cache `make cluster-tools` builds)",
+    )
+    up.add_argument(
         "--dashboard-port",
         type=int,
         default=0,
@@ -74,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
     if not 0 <= args.dashboard_port <= 65535:
         raise UserError(f"--dashboard-port {args.dashboard_port} is not a TCP port; use 1-65535 (0 picks a free one)")
+    if args.binaries is not None and not args.real:
+        raise UserError("--binaries needs --real")
     if args.duration is not None and args.duration <= 0:
         raise UserError(f"--duration must be positive, got {args.duration:g}")
     out: Path = args.kubeconfig_out
@@ -82,48 +100,82 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_up(args))
 
 
+def _make_sandbox(args: argparse.Namespace) -> Any:
+    """The embedded sandbox, or with ``--real`` the real one; bad options as a UserError."""
+    from sandbox.embedded import Sandbox
+    from sandbox.real.binaries import MissingComponent
+    from sandbox.real.service import RealSandbox
+    from simulations.errors import SimulationInputError
+
+    options = {"speedup": args.speedup, "port": args.port, "kubeconfig_out": args.kubeconfig_out}
+    try:
+        if args.real:
+            return RealSandbox(args.scenario, binaries=args.binaries, **options)
+        return Sandbox(args.scenario, **options)
+    except SimulationInputError as error:
+        raise UserError(f"--scenario: {error}") from None
+    except MissingComponent as error:
+        raise UserError(str(error)) from None
+
+
+async def _start(sandbox: Any, args: argparse.Namespace) -> None:
+    from sandbox.real.binaries import MissingComponent
+    from sandbox.real.processes import ComponentFailed
+
+    try:
+        await sandbox.start()
+    except OSError as error:
+        await sandbox.stop()
+        raise UserError(f"cannot listen on 127.0.0.1:{args.port}: {error.strerror or error}") from None
+    except (ComponentFailed, MissingComponent) as error:
+        await sandbox.stop()
+        raise UserError(f"the real cluster did not start: {error}") from None
+    except BaseException:
+        await sandbox.stop()
+        raise
+
+
+def _greet(sandbox: Any, args: argparse.Namespace) -> Path:
+    objects = sandbox.objects
+    queues = sum(1 for _ in objects.of_kind("ClusterQueue"))
+    server = (
+        "kube-apiserver (real: etcd, kube-controller-manager, kube-scheduler, KWOK, JobSet)"
+        if args.real
+        else "embedded API server"
+    )
+    print(
+        f"trainyard sandbox: {server} at {sandbox.url} (scenario {sandbox.scenario.name}: "
+        f"{objects.node_count} KWOK nodes, {queues} ClusterQueues, speedup {args.speedup:g}); "
+        f"webhook and controllers running",
+        file=sys.stderr,
+    )
+    path: Path = sandbox.kubeconfig_path.resolve()
+    for line in (
+        f"try  export KUBECONFIG={path}",
+        "     kubectl get nodes,clusterqueues,localqueues -A",
+        "     kubectl apply -f manifests/samples/trainjobs/torch-2-nodes.yaml",
+        "     kubectl get workloads -A -w",
+    ):
+        print(f"trainyard sandbox: {line}", file=sys.stderr)
+    if not args.real:
+        print("trainyard sandbox: the same on real Kubernetes components: add --real", file=sys.stderr)
+    return path
+
+
 async def _up(args: argparse.Namespace) -> int:
     import signal
 
-    from sandbox.embedded import Sandbox
-    from simulations.errors import SimulationInputError
+    from trainyard.cli.dashboard import start_sandbox_dashboard
 
-    try:
-        sandbox = Sandbox(args.scenario, speedup=args.speedup, port=args.port, kubeconfig_out=args.kubeconfig_out)
-    except SimulationInputError as error:
-        raise UserError(f"--scenario: {error}") from None
+    sandbox = _make_sandbox(args)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
+        await _start(sandbox, args)
         try:
-            await sandbox.start()
-        except OSError as error:
-            await sandbox.stop()
-            raise UserError(f"cannot listen on 127.0.0.1:{args.port}: {error.strerror or error}") from None
-        except BaseException:
-            await sandbox.stop()
-            raise
-        try:
-            objects = sandbox.objects
-            queues = sum(1 for _ in objects.of_kind("ClusterQueue"))
-            print(
-                f"trainyard sandbox: API server {sandbox.url} (scenario {sandbox.scenario.name}: "
-                f"{objects.node_count} KWOK nodes, {queues} ClusterQueues, speedup {args.speedup:g}); "
-                f"webhook and controllers running",
-                file=sys.stderr,
-            )
-            path = sandbox.kubeconfig_path.resolve()
-            print(f"trainyard sandbox: try  export KUBECONFIG={path}", file=sys.stderr)
-            print("trainyard sandbox:      kubectl get nodes,clusterqueues,localqueues -A", file=sys.stderr)
-            print(
-                "trainyard sandbox:      kubectl apply -f manifests/samples/trainjobs/torch-2-nodes.yaml",
-                file=sys.stderr,
-            )
-            print("trainyard sandbox:      kubectl get workloads,pods -A -w", file=sys.stderr)
-            from trainyard.cli.dashboard import start_sandbox_dashboard
-
+            path = _greet(sandbox, args)
             dashboard = await start_sandbox_dashboard(sandbox, args.dashboard_port)
             print("trainyard sandbox: Ctrl-C stops it", file=sys.stderr)
             print(path, flush=True)  # stdout: the kubeconfig path alone, for scripts

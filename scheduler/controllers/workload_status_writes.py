@@ -1,0 +1,81 @@
+"""Writing a Workload's status: a merge patch at the revision read, and what a failure means.
+
+``WorkloadStatusWriter.write`` patches the status with the Workload's resourceVersion (a
+conflict means the cache was behind). After any failure it reads the Workload back, so the
+engine never takes a stale cached copy as the truth (an answer lost after commit may have
+landed); when the server cannot be reached the mirror is told the answer was lost. A refusal
+that says the write itself is wrong (400, 403, 422: retrying it unchanged cannot succeed, unlike
+a conflict, a throttle or a server error) is kept for the caller (``refusal``) and logged with the
+server's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import aiohttp
+
+from scheduler.controllers.engine_mirror import EngineMirror
+from scheduler.kube import KubeApiError, KubeClient, patch_status, with_retries
+
+log = logging.getLogger(__name__)
+
+WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
+REFUSED = frozenset({400, 403, 422})
+
+
+class WorkloadStatusWriter:
+    def __init__(self, client: KubeClient, mirror: EngineMirror, concurrency: int) -> None:
+        self.client = client
+        self.mirror = mirror
+        self._writes = asyncio.Semaphore(concurrency)
+        self._refusals: dict[str, str] = {}  # key → the server's refusal of its last status write
+
+    def refusal(self, key: str) -> str | None:
+        """The server's refusal of the last write to ``key``, once (None if it was not refused)."""
+        return self._refusals.pop(key, None)
+
+    async def write(self, key: str, document: dict[str, Any], status: dict[str, Any]) -> bool:
+        """Merge-patch the Workload's status at the revision read; False on any failure."""
+        metadata = document.get("metadata") or {}
+        name, namespace = str(metadata.get("name")), metadata.get("namespace")
+        self.mirror.writing.add(key)
+        try:
+            async with self._writes:
+                written = await patch_status(
+                    self.client,
+                    "Workload",
+                    name,
+                    namespace,
+                    status,
+                    resource_version=str(metadata.get("resourceVersion")),
+                )
+        except WRITE_ERRORS as error:
+            if isinstance(error, KubeApiError) and error.status in REFUSED:
+                self._refusals[key] = str(error)
+                log.warning("the API server refused the status of Workload %s: %s", key, error)
+            else:
+                log.info("status of Workload %s not written (%s); the next cycle reconciles it again", key, error)
+            if not await self._read_back(key, name, namespace):
+                self.mirror.lost_answer(key, metadata.get("resourceVersion"))
+            return False
+        finally:
+            self.mirror.writing.discard(key)
+        self.mirror.learned(key, written)
+        return True
+
+    async def _read_back(self, key: str, name: str, namespace: str | None) -> bool:
+        """After a failed write, the Workload as the server has it now; False if it cannot be read.
+        An attempt whose answer was lost may have landed (its retry then meets a 409 against
+        itself), and a refusal means the cache is behind: either way the engine must not take the
+        cached copy as the truth, or it would release quota the server still counts."""
+        try:
+            current = await with_retries(lambda: self.client.get("Workload", name, namespace), what=f"get {key}")
+        except KubeApiError as error:
+            return error.status == 404  # deleted: the cache's deletion event says the rest
+        except WRITE_ERRORS:
+            return False  # unreachable: whether the write landed is unknown
+        self.mirror.learned(key, current)
+        return True
