@@ -8,7 +8,7 @@ and gang placement; preemptions; evictions). If the engine's API changes, this f
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
@@ -20,6 +20,9 @@ from scheduler.api.kueue import (
 from scheduler.engine import AdmissionEngine, EngineConfig, WaitForPodsReady, WorkloadState, waiting_reason
 from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.workloads import JobSpec
+
+if TYPE_CHECKING:
+    from scheduler.topology.policy import PlacementPolicy
 
 POD_SET_NAME = "trainer"
 
@@ -201,9 +204,15 @@ def workload_shape(job: JobSpec) -> tuple[Any, ...]:
 class EngineDriver:
     """Wraps one ``AdmissionEngine`` for a simulation run."""
 
-    def __init__(self, fair_sharing: bool = False, pods_ready_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        fair_sharing: bool = False,
+        pods_ready_timeout: float | None = None,
+        placement_policy: PlacementPolicy | None = None,
+    ) -> None:
         wait = WaitForPodsReady(timeout_seconds=pods_ready_timeout) if pods_ready_timeout else None
-        self.engine = AdmissionEngine(EngineConfig(fair_sharing=fair_sharing, wait_for_pods_ready=wait))
+        config = EngineConfig(fair_sharing=fair_sharing, wait_for_pods_ready=wait, placement_policy=placement_policy)
+        self.engine = AdmissionEngine(config)
         # Workloads of the same shape share one validated spec; only the name differs. This
         # keeps pydantic validation out of the per-job path (measured in the benchmark).
         self._templates: dict[tuple[Any, ...], Workload] = {}

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from simulations.collector import batch_collector
 from simulations.engine_driver import Admitted, EngineDriver, Removed
@@ -40,6 +40,9 @@ from simulations.result import ProgressCallback, SimulationResult
 __all__ = ["ProgressCallback", "Simulation", "SimulationResult", "simulate"]
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
+
+if TYPE_CHECKING:
+    from scheduler.topology.policy import PlacementPolicy
 
 FOREGROUND = frozenset(
     {EventKind.ARRIVAL, EventKind.GANG_READY, EventKind.GANG_COMPLETE, EventKind.ENGINE_TIMER, EventKind.NODE_REPAIR}
@@ -91,6 +94,7 @@ class Simulation:
         horizon: float | None = None,
         observers: ObserverMode = "auto",
         played: PlayedDecisions | None = None,
+        placement_policy: PlacementPolicy | None = None,  # None: the engine's own placer
     ) -> None:
         self.built = built
         self.played = played
@@ -99,7 +103,7 @@ class Simulation:
         self.horizon = horizon if horizon is not None else built.horizon
         scenario = built.scenario
         self.streams = RandomStreams(seed)
-        self.driver = EngineDriver(scenario.fair_sharing, scenario.pods_ready_timeout)
+        self.driver = EngineDriver(scenario.fair_sharing, scenario.pods_ready_timeout, placement_policy)
         for obj in built.objects:
             self.driver.apply(obj)
         for node in built.nodes:

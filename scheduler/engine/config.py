@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from scheduler.topology.policy import PlacementPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,3 +38,6 @@ class EngineConfig:
     # (kueue#14477). The outcome equals admitting one head per ClusterQueue per cycle, in order.
     multiple_admissions_per_cycle: bool = True
     partial_admission: bool = True
+    # Beyond Kueue: a placement policy that chooses TAS pod sets' nodes instead of the placer's own
+    # (scheduler.topology.policy; the simulator compares policies with it). None: the placer's.
+    placement_policy: PlacementPolicy | None = None

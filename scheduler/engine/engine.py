@@ -39,7 +39,7 @@ class AdmissionEngine:
         self.config = config or EngineConfig()
         self.model = ClusterModel()
         self.workloads: dict[str, WorkloadInfo] = {}
-        self.placements = PlacementBook(self.model)
+        self.placements = PlacementBook(self.model, self.config.placement_policy)
         self._sequence = itertools.count()
         self._timers: list[tuple[float, int, str, str]] = []  # (when, seq, kind, key)
         self._unrouted: dict[str, WorkloadInfo] = {}  # waiting for their LocalQueue/ClusterQueue

@@ -36,8 +36,9 @@ def _placement_failure() -> type[PlacementFailure]:
 
 
 class PlacementBook:
-    def __init__(self, model: ClusterModel) -> None:
+    def __init__(self, model: ClusterModel, policy: Any = None) -> None:  # a topology PlacementPolicy or None
         self.model = model
+        self.policy = policy  # chooses nodes instead of the placers' own (EngineConfig.placement_policy)
         self._placers: dict[str, TopologyPlacer] = {}
         self._stale = True
         self._reserved: dict[int, tuple[str, GangPlacement]] = {}  # id(placement) -> (flavor, placement)
@@ -94,7 +95,7 @@ class PlacementBook:
             topology_name = flavor.spec.topology_name
             topology = self.model.topologies.get(topology_name) if topology_name else None
             if topology is not None:
-                self._placers[name] = TopologyPlacer.build(topology, flavor, self.model.nodes.values())
+                self._placers[name] = TopologyPlacer.build(topology, flavor, self.model.nodes.values(), self.policy)
         for flavor_name, placement in self._reserved.values():
             placer = self._placers.get(flavor_name)
             if placer is not None:

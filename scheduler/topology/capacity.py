@@ -57,6 +57,7 @@ class CapacityState:
         # changes whenever free capacity may grow (a release, a node changed): while it stays,
         # capacity has only shrunk, so a pod set that found no room still finds none
         self.grown = self.version
+        self.nodes_changed = 0  # counts ``update_node`` calls: allocatable, labels or taints may differ
         self.flavor_tolerations = tuple(flavor_tolerations)
         self.resources = tuple(sorted({res for info in infos for res in info.allocatable}))
         self.resource_index = {res: i for i, res in enumerate(self.resources)}
@@ -336,6 +337,7 @@ class CapacityState:
         """A node changed allocatable, readiness, taints or labels (same topology position)."""
         self.version = next(_VERSIONS)
         self.grown = self.version
+        self.nodes_changed += 1
         for res in info.allocatable:
             if res not in self.resource_index:
                 raise KeyError(res)  # a new resource: the caller rebuilds

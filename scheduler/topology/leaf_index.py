@@ -50,6 +50,21 @@ class _NodeSet:
         bits = self.chunks[chunk]
         return (chunk << CHUNK_SHIFT) + (bits & -bits).bit_length() - 1
 
+    def firsts(self, most: int) -> list[int]:
+        """The lowest ``most`` nodes in the set, lowest first."""
+        found: list[int] = []
+        occupied = self.occupied
+        while occupied and len(found) < most:
+            low_chunk = occupied & -occupied
+            occupied ^= low_chunk
+            chunk = low_chunk.bit_length() - 1
+            bits = self.chunks[chunk]
+            while bits and len(found) < most:
+                low = bits & -bits
+                bits ^= low
+                found.append((chunk << CHUNK_SHIFT) + low.bit_length() - 1)
+        return found
+
 
 class SlotBits:
     """For one shape: slot count → bitset of the nodes (topology positions) holding exactly it.
@@ -168,6 +183,38 @@ class SlotBits:
         if self._stale:
             self._rebuild()
         return max(self._by_count) if self._by_count else 0
+
+    def holding(self, need: int) -> int:
+        """How many nodes hold at least ``need`` pods."""
+        if self._stale:
+            self._rebuild()
+        total = 0
+        for count, members in self._by_count.items():
+            if count >= need:
+                for chunk in members.chunks:
+                    total += chunk.bit_count()
+        return total
+
+    def candidates(self, need: int, classes: list[int], per_class: int, scan: int) -> tuple[list[int], list[int]]:
+        """Nodes holding at least ``need`` pods, a few of each kind: for each such count, among its
+        first ``scan`` nodes in topology order, the first ``per_class`` of each node class
+        (``classes[node]``; ``per_class`` 0: every node). Returns (nodes, the count each holds)."""
+        if self._stale:
+            self._rebuild()
+        nodes: list[int] = []
+        held: list[int] = []
+        for count, members in self._by_count.items():
+            if count < need:
+                continue
+            taken: dict[int, int] = {}
+            for node in members.firsts(scan):
+                kind = classes[node]
+                seen = taken.get(kind, 0)
+                if per_class <= 0 or seen < per_class:
+                    taken[kind] = seen + 1
+                    nodes.append(node)
+                    held.append(count)
+        return nodes, held
 
     def tightest(self, need: int) -> int:
         """The first node in topology order among those holding the fewest pods ≥ ``need``;

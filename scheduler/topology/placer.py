@@ -21,7 +21,7 @@ from runtimes.k8s.core import Node
 from scheduler.api.kueue import ResourceFlavor, Topology
 from scheduler.topology.capacity import CapacityState
 from scheduler.topology.describe import PlacementDescriber
-from scheduler.topology.distribution import Distributor, Picked, PodSetLevels, pack_best_fit, resolve_levels
+from scheduler.topology.distribution import Distributor, Picked, PodSetLevels, pack_best_fit
 from scheduler.topology.failures import replace_failed_node
 from scheduler.topology.graph import (
     IntArray,
@@ -33,6 +33,7 @@ from scheduler.topology.graph import (
     missing_level,
 )
 from scheduler.topology.leader import place_leader_with_workers, placement_units
+from scheduler.topology.least_fragmenting import LeastFragmenting
 from scheduler.topology.metrics import FreeCapacity, free_capacity
 from scheduler.topology.model import (
     GangPlacement,
@@ -41,10 +42,10 @@ from scheduler.topology.model import (
     PodSetPlacement,
     PodSetRequest,
 )
+from scheduler.topology.policy import PlacementPolicy, choose_by_policy, placer_view
+from scheduler.topology.request_memo import RequestMemo
 from scheduler.topology.reservations import Reservations
 from scheduler.topology.shapes import PodShape, ShapeCounts
-
-_SHAPES_KEPT = 1024
 
 
 @dataclass(init=False)
@@ -68,9 +69,12 @@ _NO_ROOM = PlacementFailure("no room (checked only)")
 class TopologyPlacer:
     """Placement state of one TAS ResourceFlavor: its topology and the free capacity on it."""
 
-    def __init__(self, topology: Topology, flavor: ResourceFlavor, graph: TopologyGraph) -> None:
+    def __init__(
+        self, topology: Topology, flavor: ResourceFlavor, graph: TopologyGraph, policy: PlacementPolicy | None = None
+    ) -> None:
         self.topology = topology
         self.flavor = flavor
+        self.policy = policy  # None: the placer's own choice; else a policy compared with it
         # read once: ``flavor.name`` is a pydantic property, which runs interpreted per placement
         self.flavor_name = flavor.metadata.name
         self._nodes: dict[str, Node] = {}
@@ -78,9 +82,11 @@ class TopologyPlacer:
         self._install(graph, used=None)
 
     @classmethod
-    def build(cls, topology: Topology, flavor: ResourceFlavor, nodes: Iterable[Node]) -> TopologyPlacer:
+    def build(
+        cls, topology: Topology, flavor: ResourceFlavor, nodes: Iterable[Node], policy: PlacementPolicy | None = None
+    ) -> TopologyPlacer:
         node_list = list(nodes)
-        placer = cls(topology, flavor, build_topology_graph(topology, flavor, node_list))
+        placer = cls(topology, flavor, build_topology_graph(topology, flavor, node_list), policy)
         placer._nodes = {n.name: n for n in node_list}
         return placer
 
@@ -91,11 +97,9 @@ class TopologyPlacer:
         self.state = CapacityState(self.index, self._infos, self.flavor.spec.tolerations, used)
         self._empty: CapacityState | None = None
         self._room: tuple[int, int] | None = None  # the domain the last check-only search stopped at
-        # id(request) -> (request, the state it was read for, its shape); the entry keeps both alive
-        self._shapes: dict[int, tuple[PodSetRequest, CapacityState, PodShape]] = {}
-        # id(request) -> (request, its levels on this index): as with shapes, the entry keeps it alive
-        self._levels: dict[int, tuple[PodSetRequest, PodSetLevels | PlacementFailure]] = {}
+        self.memo = RequestMemo(self.index, f"Topology {self.topology.name!r} (flavor {self.flavor_name!r})")
         self.distributor = Distributor(self.index)
+        self.least_fragmenting = LeastFragmenting()
         self.describer = PlacementDescriber(self.index, graph.topology_levels)
         self.reservations = Reservations(self.state, self.index)
 
@@ -189,25 +193,10 @@ class TopologyPlacer:
         return self._empty
 
     def _resolve(self, ps: PodSetRequest) -> PodSetLevels | PlacementFailure:
-        known = self._levels.get(id(ps))
-        if known is not None and known[0] is ps:
-            return known[1]
-        levels = resolve_levels(self.index, ps, f"Topology {self.topology.name!r} (flavor {self.flavor_name!r})")
-        if len(self._levels) >= _SHAPES_KEPT:
-            self._levels.clear()
-        self._levels[id(ps)] = (ps, levels)
-        return levels
+        return self.memo.levels(ps)
 
     def _shape(self, state: CapacityState, ps: PodSetRequest) -> tuple[PodShape, ShapeCounts]:
-        # the engine hands the same request objects again and again: their shape is kept
-        known = self._shapes.get(id(ps))
-        if known is not None and known[0] is ps and known[1] is state:
-            shape = known[2]
-        else:
-            shape = state.shape(ps.requests, ps.tolerations, ps.node_selector)
-            if len(self._shapes) >= _SHAPES_KEPT:
-                self._shapes.clear()
-            self._shapes[id(ps)] = (ps, state, shape)
+        shape = self.memo.shape(state, ps)
         return shape, state.counts(shape, ps.tolerations)
 
     def _place_pod_set(
@@ -228,6 +217,14 @@ class TopologyPlacer:
                 f"{self.flavor_name!r} offers",
                 ps.name,
             )
+        if not check_only and state is self.state:
+            self.least_fragmenting.record(shape, ps.tolerations, ps.count)  # the workload, placed or not
+        if self.policy is not None:
+            view = placer_view(self.index, state, counts, ps, levels, self.least_fragmenting.history)
+            chosen = choose_by_policy(self.policy, view, ps, self.flavor_name)
+            if isinstance(chosen, PlacementFailure):
+                return _NO_ROOM if check_only else chosen
+            return _CHECKED if check_only else [_Found(ps, chosen)]
         if ps.unconstrained and levels.slice_level is None:
             packed = pack_best_fit(counts.slots, ps)
             if packed is None:
@@ -260,12 +257,31 @@ class TopologyPlacer:
                 domain = int(np.argmax(caps))
                 self._room = (int(self.index.starts[level][domain]), int(self.index.ends[level][domain]))
             return _CHECKED
-        domain = distributor.choose_domain(counts, level, caps, need, levels)
-        if level == last:
-            return [_Found(ps, np.array([domain] * ps.count, dtype=np.int64))]  # one node holds them all
+        return [_Found(ps, self._nodes_at(state, ps, levels, counts, level, caps, need))]
+
+    def _nodes_at(
+        self,
+        state: CapacityState,
+        ps: PodSetRequest,
+        levels: PodSetLevels,
+        counts: ShapeCounts,
+        level: int,
+        caps: IntArray,
+        need: int,
+    ) -> IntArray:
+        """The pod set's nodes inside one domain of ``level`` (the lowest that holds it)."""
+        if level == self.index.depth - 1:
+            if levels.unit(level) == 1:  # one node holds the pod set: the one it fragments least
+                node = self.least_fragmenting.choose(state, counts, ps.requests, need)
+            else:
+                node = self.distributor.choose_domain(counts, level, caps, need, levels)
+            return np.array([node] * ps.count, dtype=np.int64)
+        domain = self.distributor.choose_domain(counts, level, caps, need, levels)
         picked = Picked(counts.slots)
-        distributor.distribute(counts, level, domain, need, levels, picked)
-        return [_Found(ps, picked.expand())]
+        self.distributor.distribute(counts, level, domain, need, levels, picked)
+        if levels.slice_level is None:  # a node the gang leaves partly free: the least fragmenting
+            self.least_fragmenting.refine_partial(state, counts, picked, ps.requests, self.index)
+        return picked.expand()
 
     # ------------------------------------------------------------------- leader with workers
 

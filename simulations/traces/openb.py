@@ -49,6 +49,8 @@ class OpenbTrace:
     jobs: list[JobSpec]
     capacity_by_model: dict[str, dict[str, int]]
     notes: dict[str, int] = field(default_factory=dict)
+    # pod name -> its share of one GPU in thousandths (gpu_milli), for the pods that share a GPU
+    gpu_shares: dict[str, int] = field(default_factory=dict)
 
     @property
     def gpu_count(self) -> int:
@@ -114,8 +116,8 @@ def read_openb(directory: str | Path, limit: int | None = None) -> OpenbTrace:
     if not root.is_dir():
         raise SimulationInputError(str(root), None, "", f"not a directory holding {NODES_FILE} and {PODS_FILE}")
     documents, capacity = _read_nodes(root / NODES_FILE)
-    jobs, notes = _read_pods(root / PODS_FILE, set(capacity), limit)
-    return OpenbTrace(nodes_from_documents(documents), documents, jobs, capacity, notes)
+    jobs, notes, shares = _read_pods(root / PODS_FILE, set(capacity), limit)
+    return OpenbTrace(nodes_from_documents(documents), documents, jobs, capacity, notes, shares)
 
 
 def _read_nodes(node_path: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
@@ -142,16 +144,24 @@ def _read_nodes(node_path: Path) -> tuple[list[dict[str, Any]], dict[str, dict[s
     return documents, capacity
 
 
-def _read_pods(pod_path: Path, models: set[str], limit: int | None) -> tuple[list[JobSpec], dict[str, int]]:
-    """One single-pod job per row, sorted by creation time, and what the trace holds (``notes``)."""
+def _read_pods(
+    pod_path: Path, models: set[str], limit: int | None
+) -> tuple[list[JobSpec], dict[str, int], dict[str, int]]:
+    """One single-pod job per row, sorted by creation time, what the trace holds (``notes``) and
+    the GPU shares of the pods that share one."""
     jobs: list[JobSpec] = []
+    shares: dict[str, int] = {}
     notes = {"fractional_gpu_pods": 0, "never_scheduled_pods": 0, "censored_pods": 0, "already_gone_pods": 0}
     for line, row in _rows(pod_path, POD_COLUMNS):
         if limit is not None and len(jobs) >= limit:
             break
-        jobs.append(_pod_job(_RowReader(pod_path, line, row), models, notes, len(jobs)))
+        read = _RowReader(pod_path, line, row)
+        jobs.append(_pod_job(read, models, notes, len(jobs)))
+        share = read.optional("gpu_milli") or 0
+        if jobs[-1].gpus_per_node == 1 and 0 < share < 1000:
+            shares[jobs[-1].name] = share
     jobs.sort(key=lambda job: job.submit_time)
-    return jobs, notes
+    return jobs, notes, shares
 
 
 def _pod_job(read: _RowReader, models: set[str], notes: dict[str, int], index: int) -> JobSpec:

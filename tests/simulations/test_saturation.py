@@ -10,6 +10,7 @@ from rich.console import Console
 
 from simulations.report import render_table
 from simulations.saturation import POLICIES, run_saturation
+from simulations.saturation_paper import paper_rows
 from simulations.saturation_report import saturation_table, write_saturation_plot
 from simulations.scenarios import BUILTIN, build, with_trace
 from simulations.simulator import Simulation
@@ -49,7 +50,7 @@ def test_packing_policies_allocate_more_than_random_before_the_first_refusal(tmp
     random = rows["random"]
     assert random["first_refusal"] is not None
     assert random["first_refusal"]["pod"].startswith("big-")
-    for policy in ("trainyard", "first-fit", "kueue-bestfit"):
+    for policy in ("trainyard", "first-fit", "best-fit", "kueue-bestfit", "kueue-leastfree", "fgd"):
         packed = rows[policy]
         at_refusal = (
             packed["allocation_ratio"]
@@ -101,7 +102,7 @@ def test_cli_saturation_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
-        (["--compare", "best-fit"], "'best-fit' is not a placement policy"),
+        (["--compare", "worst-fit"], "'worst-fit' is not a placement policy"),
         (["--backend", "kwok", "--kubeconfig", "k"], "simulator only"),
     ],
 )
@@ -180,6 +181,9 @@ def test_on_the_openb_trace_packing_allocates_more_than_random_before_the_first_
     for policy in ("trainyard", "first-fit"):
         assert rows[policy]["allocation_ratio_at_first_refusal"] > random + 0.3, policy
         assert rows[policy]["unallocated_gpus"] < rows["random"]["unallocated_gpus"], policy
+    # fragmentation-aware, trainyard refuses its first pod no earlier than first-fit (issue 36)
+    trainyard, first_fit = rows["trainyard"], rows["first-fit"]
+    assert trainyard["allocated_gpus_at_first_refusal"] >= first_fit["allocated_gpus_at_first_refusal"]
 
 
 def test_every_refused_pod_is_listed_with_why(tmp_path: Path) -> None:
@@ -201,3 +205,49 @@ def test_every_refused_pod_is_listed_with_why(tmp_path: Path) -> None:
     assert "1 node(s) have 1 GPU(s) free, but none of them also has 30 cores" in refused["d"]["reason"]
     assert "no node holds 1 GPU(s), 64 cores, 8 GiB even empty" in refused["e"]["reason"]
     assert row["refusals"] == {"gpus": 1, "cpu-memory": 1, "never-fits": 1}
+
+
+def test_sharing_mode_puts_several_shares_on_one_gpu(tmp_path: Path) -> None:
+    """The 32 half-GPU pods fit on 16 GPUs when shared: demand is 112 GPUs of 128 and the
+    packing policies refuse nothing; the shares are counted in thousandths."""
+    report = run_saturation(fragmenting_trace(tmp_path), ["trainyard", "fgd", "first-fit", "random"], 1, "sharing")
+    rows = {row["policy"]: row for row in report["policies"]}
+    assert report["gpu_mode"] == "sharing"
+    assert "shared" in report["fractional_gpus"]
+    for policy in ("trainyard", "fgd", "first-fit"):
+        assert rows[policy]["first_refusal"] is None, policy
+        assert rows[policy]["arrived_gpu_demand"] == 112
+        assert rows[policy]["allocated_gpus"] == 112
+        assert rows[policy]["unallocated_gpus"] == 16
+    assert rows["random"]["refused"] > 0
+
+
+def test_the_fragmentation_rate_is_reported_along_the_arrival_of_demand(tmp_path: Path) -> None:
+    report = run_saturation(fragmenting_trace(tmp_path), ["first-fit", "random"], seed=1)
+    rows = {row["policy"]: row for row in report["policies"]}
+    for row in rows.values():
+        rates = [rate for _, rate in row["fragmentation_curve"]]
+        assert len(rates) == len(row["curve"])
+        assert all(0.0 <= rate <= 1.0 for rate in rates)
+    # random leaves every free GPU where no 8-GPU pod fits; first-fit leaves none free at all
+    assert rows["random"]["fragmentation_curve"][-1][1] > 0.1
+    assert rows["first-fit"]["fragmentation_curve"][-1][1] == 0.0
+
+
+def test_the_paper_table_sets_fgd_beside_the_papers_figures_for_the_full_trace_in_sharing_mode() -> None:
+    row = {"policy": "fgd", "allocation_ratio": 0.93}
+    full = {"gpu_mode": "sharing", "gpus": 6212, "policies": [row, {"policy": "first-fit", "allocation_ratio": 0.9}]}
+    (fgd,) = paper_rows(full)
+    assert fgd["paper_at_same_demand"] == pytest.approx(0.952, abs=0.001)
+    assert fgd["difference"] == pytest.approx(0.93 - fgd["paper_at_same_demand"])
+    assert "creation order" in fgd["why"]
+    assert paper_rows({**full, "gpu_mode": "whole"}) == []
+
+
+def test_cli_saturation_gpu_sharing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = fragmenting_trace(tmp_path)
+    args = ["simulate", "--trace", str(root), "--mode", "saturation", "--gpu-sharing", "--compare", "fgd", "--json"]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["gpu_mode"] == "sharing"
+    assert (tmp_path / "out" / "saturation.png").stat().st_size > 10_000

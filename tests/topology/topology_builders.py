@@ -35,6 +35,7 @@ def node(
     unschedulable: bool = False,
     taints: list[dict[str, str]] | None = None,
     labels: dict[str, str] | None = None,
+    cpu: str = "64",
 ) -> Node:
     all_labels = {"pool": "gpu", ZONE: zone, BLOCK: block, HOST: name, **(labels or {})}
     return Node.model_validate(
@@ -42,7 +43,7 @@ def node(
             "metadata": {"name": name, "labels": all_labels},
             "spec": {"unschedulable": unschedulable, "taints": taints or []},
             "status": {
-                "allocatable": {GPU: str(gpus), "cpu": "64"},
+                "allocatable": {GPU: str(gpus), "cpu": cpu},
                 "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
             },
         }

@@ -40,13 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for every random stream (default 1)")
     parser.add_argument("--out", type=Path, help="write summary.json and PNG plots into this directory")
-    parser.add_argument(
-        "--compare",
-        nargs="+",
-        metavar="SCENARIO",
-        help="run several scenarios (names or files: other policies or quotas) on the same seed, side by side; "
-        "with --mode saturation: placement policies (trainyard first-fit kueue-bestfit random; default all)",
-    )
+    _configure_comparisons(parser)
     parser.add_argument(
         "--mode",
         choices=("timeline", "saturation"),
@@ -83,6 +77,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _configure_comparisons(parser: argparse.ArgumentParser) -> None:
+    """Runs side by side (scenarios, placement policies) and the saturation replay's GPU sharing."""
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="SCENARIO",
+        help="run several scenarios (names or files: other policies or quotas) on the same seed, side by side; "
+        "with --mode saturation: placement policies (those of --compare-policies; default all)",
+    )
+    parser.add_argument(
+        "--compare-policies",
+        nargs="+",
+        metavar="POLICY",
+        help="run the scenario once per placement policy (trainyard, first-fit, best-fit, dot-product, "
+        "kueue-bestfit, kueue-leastfree, fgd, random) on the same seed: mean GPU allocation and p95 waits "
+        "(team-a's, the largest gangs') side by side",
+    )
+    parser.add_argument(
+        "--gpu-sharing",
+        action="store_true",
+        help="--mode saturation: place fractional GPUs (openb gpu_milli) as GPU sharing does, several pods on "
+        "one GPU up to 1000 thousandths, as the FGD paper does (default: each rounded up to a whole GPU)",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from simulations.errors import SimulationInputError
 
@@ -99,11 +118,17 @@ def run(args: argparse.Namespace) -> int:
         from trainyard.cli import simulate_sandbox
 
         return simulate_sandbox.run_kwok(args)
+    if args.gpu_sharing and args.mode != "saturation":
+        raise UserError("--gpu-sharing applies to --mode saturation (the openb replay)")
     try:
         if args.mode == "saturation":
             from trainyard.cli import simulate_saturation
 
             return simulate_saturation.run(args)
+        if args.compare_policies:
+            from trainyard.cli import simulate_policies
+
+            return simulate_policies.run(args)
         return _run(args)
     except SimulationInputError as error:
         raise UserError(str(error)) from None

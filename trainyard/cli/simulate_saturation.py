@@ -11,8 +11,9 @@ from trainyard.cli.errors import UserError
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from simulations.saturation import POLICIES, run_saturation
-    from simulations.saturation_report import saturation_table, write_saturation_plot
+    from simulations.placement_policies import POLICIES
+    from simulations.saturation import run_saturation
+    from simulations.saturation_report import paper_table, saturation_table, write_saturation_plot
 
     if args.trace is None or not args.trace.is_dir():
         raise UserError(
@@ -21,11 +22,15 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.backend != "sim":
         raise UserError("--mode saturation runs in the simulator only (--backend sim)")
+    if args.compare_policies:
+        raise UserError(
+            "--compare-policies runs timeline scenarios; with --mode saturation name the policies in --compare"
+        )
     policies = args.compare or list(POLICIES)
     unknown = [p for p in policies if p not in POLICIES]
     if unknown:
         raise UserError(f"--compare: {unknown[0]!r} is not a placement policy; use {', '.join(POLICIES)}")
-    report = run_saturation(args.trace, policies, args.seed)
+    report = run_saturation(args.trace, policies, args.seed, "sharing" if args.gpu_sharing else "whole")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "saturation.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -43,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
             "free but not the CPU and memory besides; never-fits = no node holds it even empty. Every refused "
             "pod and why: --json, under refused_pods"
         )
+        beside = paper_table(report)
+        if beside is not None:
+            console.print(beside)
         if args.out is not None:
             console.print(f"wrote {args.out}/saturation.json and saturation.png")
     return 0
