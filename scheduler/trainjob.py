@@ -70,5 +70,5 @@ def workload_for_trainjob(trainjob: TrainJob, runtime: AnyTrainingRuntime) -> Wo
     workload = Workload.model_validate({"metadata": metadata, "spec": spec})
     priority_class = labels.get(PRIORITY_CLASS_LABEL)
     if priority_class:
-        workload.spec.priority_class_ref = PriorityClassRef(name=priority_class)
+        workload.spec.priority_class_ref = PriorityClassRef.workload_priority_class(priority_class)
     return workload

@@ -246,6 +246,11 @@ class PriorityClassRef(KubeModel):
     kind: str = "WorkloadPriorityClass"
     name: str
 
+    @classmethod
+    def workload_priority_class(cls, name: str) -> PriorityClassRef:
+        """A reference to a WorkloadPriorityClass, group and kind written out: Kueue's CRD requires them."""
+        return cls(group=KUEUE_GROUP, kind="WorkloadPriorityClass", name=name)
+
 
 class WorkloadSpec(KubeModel):
     pod_sets: list[PodSet] = Field(default_factory=list)

@@ -30,7 +30,7 @@ from runtimes.api.trainer import (
     TrainJob,
 )
 from runtimes.errors import RenderError
-from scheduler.api.kueue import QUEUE_NAME_LABEL
+from scheduler.api.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, Workload
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import condition_true, conditions_of, find_condition, set_condition
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
@@ -78,6 +78,7 @@ class TrainJobWorkloads:
             "Workload": self._owner_key,
             "TrainingRuntime": self._users_of_runtime,
             "ClusterTrainingRuntime": self._users_of_runtime,
+            "WorkloadPriorityClass": self._users_of_priority_class,
         }
 
     def _owner_key(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
@@ -101,6 +102,17 @@ class TrainJobWorkloads:
             if _queued(trainjob) and _runtime_of(trainjob) == (kind, name):
                 keys.append(object_key(trainjob))
         return keys
+
+    def _users_of_priority_class(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+        """Queued TrainJobs that name this WorkloadPriorityClass: one that waited for it may queue now."""
+        document = new if new is not None else old
+        name = ((document or {}).get("metadata") or {}).get("name")
+        return [
+            object_key(trainjob)
+            for trainjob in self.cache.list("TrainJob")
+            if _queued(trainjob)
+            and ((trainjob.get("metadata") or {}).get("labels") or {}).get(PRIORITY_CLASS_LABEL) == name
+        ]
 
     def settled(self, key: str) -> bool:
         """A finished TrainJob whose Workload already says Finished: nothing left to write."""
@@ -156,6 +168,8 @@ class TrainJobWorkloads:
         except (RenderError, ValueError) as error:
             await self._cannot_queue(document, "RenderFailed", f"the TrainJob cannot be rendered: {error}")
             return ReconcileResult()
+        if not await self._set_priority(document, workload):
+            return ReconcileResult()
         # one attempt: a transient failure backs the key off in the work queue
         if not await create_unless_exists(self.client, workload.to_dict(), attempts=1):
             return ReconcileResult()  # it exists: the cache is behind
@@ -166,6 +180,26 @@ class TrainJobWorkloads:
                 document, NORMAL, "CreatedWorkload", f"Created Workload: {namespace}/{workload.metadata.name}"
             )
         return ReconcileResult()
+
+    async def _set_priority(self, document: dict[str, Any], workload: Workload) -> bool:
+        """``spec.priority`` from the WorkloadPriorityClass the TrainJob names, or 0 without one, as
+        Kueue's job reconciler sets it (its CRD refuses a priorityClassRef without a priority). A
+        class that does not exist leaves the job unqueued until it does, as in Kueue."""
+        reference = workload.spec.priority_class_ref
+        if reference is None:
+            workload.spec.priority = 0
+            return True
+        found = self.cache.get("WorkloadPriorityClass", reference.name)
+        if found is None:
+            await self._cannot_queue(
+                document,
+                "WorkloadPriorityClassNotFound",
+                f"WorkloadPriorityClass {reference.name!r} does not exist; create it or fix the "
+                f"{PRIORITY_CLASS_LABEL} label",
+            )
+            return False
+        workload.spec.priority = int(found.get("value") or 0)
+        return True
 
     async def _suspend(self, document: dict[str, Any]) -> None:
         """Kueue's webhook creates queued jobs suspended; one that got past it is suspended now."""

@@ -156,7 +156,7 @@ def build_workload(
         raise JobError(errors_from_pydantic(error)) from None
     priority_class = job.labels.get(PRIORITY_CLASS_LABEL)
     if priority_class:
-        workload.spec.priority_class_ref = PriorityClassRef(name=priority_class)
+        workload.spec.priority_class_ref = PriorityClassRef.workload_priority_class(priority_class)
     return workload
 
 
