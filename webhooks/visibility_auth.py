@@ -163,11 +163,15 @@ async def request_header_config(api_client: Any) -> RequestHeaderConfig | None:
     """Read ``kube-system/extension-apiserver-authentication`` as every aggregated API server does.
 
     None when the cluster has no aggregator front proxy configured (no ConfigMap, or no
-    ``requestheader-client-ca-file`` in it). Needs the ``extension-apiserver-authentication-reader``
-    Role (manifests/visibility).
+    ``requestheader-client-ca-file`` in it), and when this service may not read it: the
+    ``extension-apiserver-authentication-reader`` Role comes with manifests/visibility, and without
+    it the read is not even tried (a SelfSubjectAccessReview asks first), so an install without the
+    visibility API makes no request its RBAC refuses.
     """
     from kubernetes_asyncio.client.exceptions import ApiException
 
+    if not await _may_read_extension_auth(api_client):
+        return None
     try:
         answer = await api_client.call_api(
             EXTENSION_AUTH_CONFIGMAP,
@@ -192,6 +196,36 @@ async def request_header_config(api_client: Any) -> RequestHeaderConfig | None:
         _json_list(data, "requestheader-extra-headers-prefix", EXTRA_PREFIXES),
     )
     return RequestHeaderConfig(str(pem), proxy)
+
+
+async def _may_read_extension_auth(api_client: Any) -> bool:
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {
+            "resourceAttributes": {
+                "namespace": "kube-system",
+                "verb": "get",
+                "resource": "configmaps",
+                "name": "extension-apiserver-authentication",
+            }
+        },
+    }
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    try:
+        answer = await api_client.call_api(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            "POST",
+            body=review,
+            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+            response_types_map={201: "object", 200: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+    except ApiException:
+        return True  # a server without the review: try the read, as before
+    return bool(((answer or {}).get("status") or {}).get("allowed"))
 
 
 def fixed_token(token: str, user: str = "visibility-reader", groups: Iterable[str] = ()) -> TokenCheck:
