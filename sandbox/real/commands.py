@@ -81,7 +81,7 @@ def kube_apiserver(
             f"--audit-policy-file={policy}",
             f"--audit-log-path={log}",
             "--audit-log-format=json",
-            "--audit-log-mode=blocking",
+            "--audit-log-mode=batch",  # written behind the requests, not in their path
         ]
     return command
 

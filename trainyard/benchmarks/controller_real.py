@@ -134,13 +134,31 @@ async def _run_jobs(
 
 
 async def _watch_jobsets(client: Any, launched_at: dict[str, float], jobs: int, done: asyncio.Event) -> None:
-    async for event in client.watch("JobSet", NAMESPACE, timeout_seconds=3600):
-        obj = event.object
-        for reference in (obj.get("metadata") or {}).get("ownerReferences") or ():
-            if reference.get("controller") and reference.get("name") not in launched_at:
-                launched_at[str(reference["name"])] = time.perf_counter()
+    """When each TrainJob's JobSet appears: list, then watch from the list's revision, again after
+    any refusal (kube-apiserver answers 429 while a just-installed CRD's storage initialises)."""
+    from scheduler.kube import KubeApiError
+
+    while not done.is_set():
+        try:
+            listed = await client.list("JobSet", NAMESPACE)
+            for obj in listed.items:
+                _launched(obj, launched_at)
+            async for event in client.watch(
+                "JobSet", NAMESPACE, resource_version=listed.resource_version, timeout_seconds=3600
+            ):
+                _launched(event.object, launched_at)
+                if len(launched_at) >= jobs:
+                    done.set()
+        except (KubeApiError, OSError, TimeoutError):
+            await asyncio.sleep(0.2)
         if len(launched_at) >= jobs:
             done.set()
+
+
+def _launched(obj: dict[str, Any], launched_at: dict[str, float]) -> None:
+    for reference in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if reference.get("controller") and reference.get("name") not in launched_at:
+            launched_at[str(reference["name"])] = time.perf_counter()
 
 
 async def _wait_resumed(client: Any, jobs: int) -> None:
