@@ -355,6 +355,10 @@ class CapacityState:
         self._active_terms = self._gather_active()  # a mask may have changed
         self._refresh(nodes)
 
+    def free_at(self, i: int) -> list[int]:
+        """Node ``i``'s free amounts as plain ints (one element read each, no array made)."""
+        return self._cells.free_at(i)
+
     def used_by_name(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         used = self.used

@@ -5,10 +5,11 @@ m* is 1), so the choice among them is free. It goes to the node whose expected G
 grows least (``scheduler.topology.fragmentation``), measured against the distinct shapes the
 placer was asked for lately, pending heads and recent placements alike, each weighing the same
 (``ShapeHistory``); ties go to the tightest node (fewest pods of the shape left), then to
-topology order, as before. Nodes are all compared while they are at most ``EVERY_NODE_UP_TO``;
-beyond, in kinds: for each count of pods the shape fits there, the first few nodes of each node
-class (same allocatable amounts) among the first nodes in topology order, so a choice costs a
-handful of array operations whatever the cluster's size.
+topology order, as before. In a flavor of at most ``EVERY_NODE_UP_TO`` nodes every node that
+holds the pod set is compared; in a larger one, per count of pods the shape fits there, the first
+few nodes of each node class (same allocatable amounts) among the first nodes in topology order.
+The measure is counted in ints on the hot path (``whole_growth``): a choice costs tens of
+microseconds of compiled code, not a few dozen array calls.
 
 ``choose_least_fragmenting`` is the same choice over any ``PlacementView``: the simulator's
 GPU-sharing replay asks it where a GPU share goes, GPU by GPU.
@@ -34,13 +35,14 @@ from scheduler.topology.graph import IntArray, TopologyIndex
 from scheduler.topology.policy import Chosen, PlacementView
 from scheduler.topology.shape_history import ShapeHistory
 from scheduler.topology.shapes import PodShape, ShapeCounts
+from scheduler.topology.whole_growth import WholeGpuTable
 
-# nodes compared: every node that holds the pod set when there are at most EVERY_NODE_UP_TO of
-# them; else, per count of pods the shape fits there, the first PER_CLASS of each node class among
-# the first SCAN nodes in topology order
-EVERY_NODE_UP_TO = 1024
+# nodes compared: every node that holds the pod set in a flavor of at most EVERY_NODE_UP_TO
+# nodes; in a larger one, per count of pods the shape fits there, the first PER_CLASS of each node
+# class among the first SCAN nodes in topology order
+EVERY_NODE_UP_TO = 2048
 PER_CLASS = 4
-SCAN = 64
+SCAN = 32
 
 
 def node_classes(state: CapacityState) -> list[int]:
@@ -68,26 +70,20 @@ class LeastFragmenting:
     def choose(self, state: CapacityState, counts: ShapeCounts, requests: Mapping[str, int], need: int) -> int:
         """The node of ``state`` for ``need`` pods of ``requests`` (``counts``: their shape's
         counts); -1 when no node holds them."""
-        tightest = counts.leaf.tightest(need)
+        leaf = counts.leaf
+        tightest = leaf.tightest(need)
         gpu_row = accelerator_row(state.resources, requests)
         if tightest < 0 or gpu_row is None or not len(self.history):
             return tightest
-        leaf = counts.leaf
-        if leaf.holding(need) <= self.every_node_up_to:
-            nodes, held = leaf.candidates(need, self.classes(state), 0, self.every_node_up_to)
+        if state.index.size <= self.every_node_up_to:
+            nodes, held = leaf.candidates(need, self.classes(state), 0, state.index.size)
         else:
             nodes, held = leaf.candidates(need, self.classes(state), self.per_class, self.scan)
         if len(nodes) <= 1:
             return tightest
-        positions = np.array(nodes, dtype=np.int64)
-        mix = self.history.mix(gpu_row)
-        eligible = self.history.eligible(state, positions)[mix.asks_gpu]
-        before = state.free[:, positions]
-        after = before - (state.amounts_vector(requests) * need)[:, None]
-        growth = expected_fragmentation(mix, after, eligible, gpu_row) - expected_fragmentation(
-            mix, before, eligible, gpu_row
-        )
-        return int(positions[least_growth(growth, np.array(held, dtype=np.int64), positions)])
+        table = self.history.whole_table(state, gpu_row)
+        taken = [amount * need for amount in state.amounts_vector(requests).tolist()]
+        return _least_growth_node(table, state, nodes, held, taken, gpu_row)
 
     def refine_partial(
         self,
@@ -106,29 +102,24 @@ class LeastFragmenting:
             return
         slots = counts.slots
         level = index.depth - 2  # the domains directly above the nodes
-        taken = {node for node, _ in picked.pairs}
-        per_pod = state.amounts_vector(requests)
+        taken_nodes = {node for node, _ in picked.pairs}
+        per_pod = state.amounts_vector(requests).tolist()
         for k, (node, pods) in enumerate(picked.pairs):
             if pods >= int(slots[node]):
                 continue  # fills its node
             domain = int(index.node_domain[level][node])
             start, end = int(index.starts[level][domain]), int(index.ends[level][domain])
-            room = start + np.flatnonzero(slots[start:end] >= pods)
-            candidates = np.array([i for i in room.tolist() if i == node or i not in taken], dtype=np.int64)
-            if len(candidates) <= 1:
+            room = (start + np.flatnonzero(slots[start:end] >= pods)).tolist()
+            nodes = [i for i in room if i == node or i not in taken_nodes]
+            if len(nodes) <= 1:
                 continue
-            mix = self.history.mix(gpu_row)
-            eligible = self.history.eligible(state, candidates)[mix.asks_gpu]
-            before = state.free[:, candidates]
-            after = before - (per_pod * pods)[:, None]
-            growth = expected_fragmentation(mix, after, eligible, gpu_row) - expected_fragmentation(
-                mix, before, eligible, gpu_row
-            )
-            best = int(candidates[least_growth(growth, slots[candidates], candidates)])
+            table = self.history.whole_table(state, gpu_row)
+            held = [int(slots[i]) for i in nodes]
+            best = _least_growth_node(table, state, nodes, held, [a * pods for a in per_pod], gpu_row)
             if best != node:
                 picked.pairs[k] = (best, pods)
-                taken.discard(node)
-                taken.add(best)
+                taken_nodes.discard(node)
+                taken_nodes.add(best)
 
     def classes(self, state: CapacityState) -> list[int]:
         known = self._classes
@@ -136,6 +127,24 @@ class LeastFragmenting:
             known = (state, state.nodes_changed, node_classes(state))
             self._classes = known
         return known[2]
+
+
+def _least_growth_node(
+    table: WholeGpuTable, state: CapacityState, nodes: list[int], held: list[int], taken: list[int], gpu_row: int
+) -> int:
+    """Among ``nodes`` (each holding ``held`` pods of the shape), the one whose fragmentation grows
+    least when ``taken`` leaves it; ties to the fewest held, then the first in topology order."""
+    best = nodes[0]
+    best_growth = table.growth(best, state.free_at(best), taken, gpu_row)
+    best_held = held[0]
+    for k in range(1, len(nodes)):
+        node = nodes[k]
+        growth = table.growth(node, state.free_at(node), taken, gpu_row)
+        if growth < best_growth or (
+            growth == best_growth and (held[k] < best_held or (held[k] == best_held and node < best))
+        ):
+            best, best_growth, best_held = node, growth, held[k]
+    return best
 
 
 def device_options(devices: IntArray, nodes: IntArray, share: int, gpus: int) -> tuple[IntArray, IntArray, IntArray]:

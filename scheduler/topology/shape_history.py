@@ -23,6 +23,7 @@ from scheduler.topology.capacity import BoolArray, CapacityState
 from scheduler.topology.fragmentation import WHOLE, ShapeMix
 from scheduler.topology.graph import IntArray
 from scheduler.topology.shapes import PodShape
+from scheduler.topology.whole_growth import WholeGpuTable
 
 HISTORY_SHAPES = 128
 
@@ -42,6 +43,8 @@ class ShapeHistory:
         self._mix: tuple[int, ShapeMix] | None = None  # (GPU row, the mix)
         # (the state, its nodes_changed then, shapes × all its nodes: where each may run)
         self._eligible: tuple[CapacityState, int, BoolArray] | None = None
+        # (the state, its nodes_changed then, GPU row, the GPU shapes as ints for the hot path)
+        self._table: tuple[CapacityState, int, int, WholeGpuTable] | None = None
 
     def __len__(self) -> int:
         return len(self._tolerations)
@@ -69,6 +72,7 @@ class ShapeHistory:
         self._pods = np.array([old.get(shape, 0.0) for shape in self._shapes], dtype=np.float64).reshape(-1)
         self._mix = None
         self._eligible = None
+        self._table = None
 
     def mix(self, gpu_row: int) -> ShapeMix:
         """The recorded shapes as a mix of whole-GPU shapes (each weighing the same; ``by_pods``
@@ -83,12 +87,29 @@ class ShapeHistory:
 
     def eligible(self, state: CapacityState, nodes: IntArray) -> BoolArray:
         """Shapes × ``nodes``: where each recorded shape may run, in the mix's order."""
+        rows: BoolArray = self._all_eligible(state)[:, nodes]
+        return rows
+
+    def _all_eligible(self, state: CapacityState) -> BoolArray:
         known = self._eligible
         if known is None or known[0] is not state or known[1] != state.nodes_changed:
             known = (state, state.nodes_changed, self._masks(state))
             self._eligible = known
-        rows: BoolArray = known[2][:, nodes]
-        return rows
+        return known[2]
+
+    def whole_table(self, state: CapacityState, gpu_row: int) -> WholeGpuTable:
+        """The recorded shapes that ask for a GPU, as ints, with where each may run on ``state``."""
+        known = self._table
+        if known is None or known[0] is not state or known[1] != state.nodes_changed or known[2] != gpu_row:
+            asks = self._amounts[:, gpu_row] > 0 if len(self._shapes) else np.zeros(0, dtype=np.bool_)
+            masks = self._all_eligible(state)[asks]
+            packed = np.packbits(masks, axis=0).T if len(masks) else np.zeros((state.index.size, 0), dtype=np.uint8)
+            kinds, node_kind = np.unique(packed, axis=0, return_inverse=True)
+            kind_eligible = np.unpackbits(kinds, axis=1, count=len(masks)).astype(bool) if len(kinds) else kinds
+            table = WholeGpuTable(self._amounts[asks].tolist(), node_kind.reshape(-1).tolist(), kind_eligible.tolist())
+            known = (state, state.nodes_changed, gpu_row, table)
+            self._table = known
+        return known[3]
 
     def _masks(self, state: CapacityState) -> BoolArray:
         by_key: dict[object, BoolArray] = {}

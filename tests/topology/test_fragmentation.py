@@ -96,3 +96,36 @@ def test_fragmentation_never_exceeds_what_is_free(
     idle = np.maximum(held, 0).sum(axis=1)
     assert np.all(got >= -1e-9)
     assert np.all(got <= idle + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=st.lists(st.tuples(st.integers(-2, 24), st.integers(0, 8)), min_size=1, max_size=5),
+    shapes=st.lists(st.tuples(st.integers(0, 16), st.integers(1, 8)), min_size=1, max_size=6),
+    taken=st.tuples(st.integers(0, 8), st.integers(0, 4)),
+    eligible_bits=st.integers(0, 2**30),
+)
+def test_the_placers_integer_growth_orders_nodes_as_the_measure_does(
+    nodes: list[tuple[int, int]], shapes: list[tuple[int, int]], taken: tuple[int, int], eligible_bits: int
+) -> None:
+    """``WholeGpuTable.growth`` is shapes × the growth of ``expected_fragmentation`` in GPUs."""
+    from scheduler.topology.whole_growth import WholeGpuTable
+
+    mix = _mix(*[(cores, gpus, WHOLE) for cores, gpus in shapes])
+    eligible = np.array(
+        [[bool(eligible_bits >> (s * len(nodes) + n) & 1) for n in range(len(nodes))] for s in range(len(shapes))]
+    )
+    kinds = {tuple(eligible[:, n]) for n in range(len(nodes))}
+    kind_of = {kind: k for k, kind in enumerate(sorted(kinds))}
+    table = WholeGpuTable(
+        [[cores, gpus] for cores, gpus in shapes],
+        [kind_of[tuple(eligible[:, n])] for n in range(len(nodes))],
+        [list(kind) for kind in sorted(kinds)],
+    )
+    free = _free(*nodes)
+    after = free - np.array([[taken[0]], [taken[1]]])
+    expected = expected_fragmentation(mix, after, eligible, GPU_ROW) - expected_fragmentation(
+        mix, free, eligible, GPU_ROW
+    )
+    got = [table.growth(n, free[:, n].tolist(), list(taken), GPU_ROW) for n in range(len(nodes))]
+    assert np.allclose(np.array(got) * WHOLE / len(shapes), expected)

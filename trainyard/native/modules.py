@@ -64,6 +64,7 @@ COMPILED: dict[str, tuple[str, ...]] = {
         "search",
         "shape_history",
         "shapes",
+        "whole_growth",
     ),
 }
 
