@@ -50,19 +50,37 @@ class _NodeSet:
         bits = self.chunks[chunk]
         return (chunk << CHUNK_SHIFT) + (bits & -bits).bit_length() - 1
 
-    def firsts(self, most: int) -> list[int]:
-        """The lowest ``most`` nodes in the set, lowest first."""
+    def firsts(self, most: int, classes: list[int], per_class: int, class_count: int) -> list[int]:
+        """The lowest nodes in the set, lowest first: the first ``per_class`` of each class
+        (``classes[node]``; ``per_class`` 0: every one) among the lowest ``most``; the walk stops
+        once each of the ``class_count`` classes has its ``per_class``."""
         found: list[int] = []
+        taken: dict[int, int] = {}
+        full = 0
+        seen = 0
         occupied = self.occupied
-        while occupied and len(found) < most:
+        while occupied and seen < most:
             low_chunk = occupied & -occupied
             occupied ^= low_chunk
             chunk = low_chunk.bit_length() - 1
             bits = self.chunks[chunk]
-            while bits and len(found) < most:
+            while bits and seen < most:
                 low = bits & -bits
                 bits ^= low
-                found.append((chunk << CHUNK_SHIFT) + low.bit_length() - 1)
+                seen += 1
+                node = (chunk << CHUNK_SHIFT) + low.bit_length() - 1
+                if per_class <= 0:
+                    found.append(node)
+                    continue
+                kind = classes[node]
+                count = taken.get(kind, 0)
+                if count < per_class:
+                    taken[kind] = count + 1
+                    found.append(node)
+                    if count + 1 == per_class:
+                        full += 1
+                        if full == class_count:
+                            return found
         return found
 
 
@@ -195,25 +213,22 @@ class SlotBits:
                     total += chunk.bit_count()
         return total
 
-    def candidates(self, need: int, classes: list[int], per_class: int, scan: int) -> tuple[list[int], list[int]]:
+    def candidates(
+        self, need: int, classes: list[int], per_class: int, scan: int, class_count: int
+    ) -> tuple[list[int], list[int]]:
         """Nodes holding at least ``need`` pods, a few of each kind: for each such count, among its
-        first ``scan`` nodes in topology order, the first ``per_class`` of each node class
-        (``classes[node]``; ``per_class`` 0: every node). Returns (nodes, the count each holds)."""
+        first ``scan`` nodes in topology order, the first ``per_class`` of each of the
+        ``class_count`` node classes (``classes[node]``; ``per_class`` 0: every node). Returns
+        (nodes, the count each holds)."""
         if self._stale:
             self._rebuild()
         nodes: list[int] = []
         held: list[int] = []
         for count, members in self._by_count.items():
-            if count < need:
-                continue
-            taken: dict[int, int] = {}
-            for node in members.firsts(scan):
-                kind = classes[node]
-                seen = taken.get(kind, 0)
-                if per_class <= 0 or seen < per_class:
-                    taken[kind] = seen + 1
-                    nodes.append(node)
-                    held.append(count)
+            if count >= need:
+                firsts = members.firsts(scan, classes, per_class, class_count)
+                nodes.extend(firsts)
+                held.extend([count] * len(firsts))
         return nodes, held
 
     def tightest(self, need: int) -> int:

@@ -60,8 +60,8 @@ class LeastFragmenting:
         self.per_class = per_class
         self.scan = scan
         self.history = ShapeHistory()
-        # (the state, its nodes_changed then, its node classes)
-        self._classes: tuple[CapacityState, int, list[int]] | None = None
+        # (the state, its nodes_changed then, its node classes, how many there are)
+        self._classes: tuple[CapacityState, int, list[int], int] | None = None
 
     def record(self, shape: PodShape, tolerations: Sequence[Toleration], pods: int) -> None:
         """A pod set of ``pods`` pods of ``shape`` was asked for (placed or not)."""
@@ -75,10 +75,11 @@ class LeastFragmenting:
         gpu_row = accelerator_row(state.resources, requests)
         if tightest < 0 or gpu_row is None or not len(self.history):
             return tightest
+        classes, class_count = self.classes(state)
         if state.index.size <= self.every_node_up_to:
-            nodes, held = leaf.candidates(need, self.classes(state), 0, state.index.size)
+            nodes, held = leaf.candidates(need, classes, 0, state.index.size, class_count)
         else:
-            nodes, held = leaf.candidates(need, self.classes(state), self.per_class, self.scan)
+            nodes, held = leaf.candidates(need, classes, self.per_class, self.scan, class_count)
         if len(nodes) <= 1:
             return tightest
         table = self.history.whole_table(state, gpu_row)
@@ -121,12 +122,14 @@ class LeastFragmenting:
                 taken_nodes.discard(node)
                 taken_nodes.add(best)
 
-    def classes(self, state: CapacityState) -> list[int]:
+    def classes(self, state: CapacityState) -> tuple[list[int], int]:
+        """Per node its class (same allocatable amounts), and how many classes there are."""
         known = self._classes
         if known is None or known[0] is not state or known[1] != state.nodes_changed:
-            known = (state, state.nodes_changed, node_classes(state))
+            classes = node_classes(state)
+            known = (state, state.nodes_changed, classes, len(set(classes)))
             self._classes = known
-        return known[2]
+        return known[2], known[3]
 
 
 def _least_growth_node(

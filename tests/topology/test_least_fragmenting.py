@@ -83,7 +83,7 @@ def test_candidates_are_the_first_nodes_of_each_kind(slots: list[int], need: int
     bits = SlotBits(array)
     classes = [i % 3 for i in range(len(slots))]
     assert bits.holding(need) == int((array >= need).sum())
-    nodes, held = bits.candidates(need, classes, per_class, scan)
+    nodes, held = bits.candidates(need, classes, per_class, scan, len(set(classes)))
     expected: list[tuple[int, int]] = []
     for count in sorted({s for s in slots if s >= need}):
         taken: dict[int, int] = {}
