@@ -24,7 +24,7 @@ import json
 import logging
 import ssl
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,8 +161,13 @@ class Admission:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        check: Callable[[dict[str, Any]], object] | None = None,
     ) -> AdmissionResult:
-        """Run the chain; the (possibly mutated) object, or ``ApiError`` on a denial or a failed call."""
+        """Run the chain; the (possibly mutated) object, or ``ApiError`` on a denial or a failed call.
+
+        ``check`` is the registry's own validation of the mutated object: it runs between the
+        mutating and the validating webhooks (raising ``ApiError`` to refuse), as on the real server.
+        """
         mutating, validating = self.matching(operation, rtype, namespace, subresource, obj, old)
         if dry_run:
             for webhook in (*mutating, *validating):
@@ -174,6 +179,8 @@ class Admission:
         result = AdmissionResult(obj)
         for webhook in mutating:
             await self._call(webhook, operation, rtype, namespace, name, subresource, result, old, dry_run)
+        if check is not None and result.obj is not None:
+            check(result.obj)
         for webhook in validating:
             await self._call(webhook, operation, rtype, namespace, name, subresource, result, old, dry_run)
         return result

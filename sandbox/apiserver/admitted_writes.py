@@ -15,8 +15,10 @@ from multidict import MultiDict
 from .admission import Admission
 from .errors import ApiError
 from .patches import apply_patch
+from .records import clone
 from .routes import Target
 from .store import Store
+from .write_checks import prepare
 
 OPERATIONS = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE"}
 PATCH_RETRIES = 5
@@ -42,26 +44,56 @@ async def write_admitted(
     dry_run: bool,
     manager: str | None = None,
 ) -> tuple[int, dict[str, Any], list[str]]:
-    """Create, update or patch through the admission chain: (HTTP code, stored object, warnings)."""
+    """Create, update or patch through the admission chain: (HTTP code, stored object, warnings).
+
+    The webhooks see the object decoded as the real server decodes it (pruned and defaulted: its
+    pruned fields are the answer's first warnings); the registry's validation runs between the
+    mutating and the validating webhooks."""
     rtype, namespace, name = target.rtype, target.namespace, target.name
     status = target.subresource == "status"
+    warnings: list[str] = []
     if verb == "create":
-        admitted = await admission.admit("CREATE", rtype, namespace, None, dict(body), None, dry_run=dry_run)
+        obj = clone(dict(body))
+        prepare(rtype, obj, warnings)
+        admitted = await admission.admit(
+            "CREATE",
+            rtype,
+            namespace,
+            None,
+            obj,
+            None,
+            dry_run=dry_run,
+            check=lambda candidate: store.creatable(rtype, namespace, candidate),
+        )
         assert admitted.obj is not None
-        return 201, store.create(rtype, namespace, admitted.obj, dry_run=dry_run), admitted.warnings
+        created = store.create(rtype, namespace, admitted.obj, dry_run=dry_run, manager=manager)
+        return 201, created, warnings + admitted.warnings
     for attempt in range(PATCH_RETRIES):
         old = store.get(rtype, namespace, str(name))
         if verb == "update":
-            new = dict(body)
+            new = clone(dict(body))
         else:
             new = apply_patch(rtype, content_type, store.get(rtype, namespace, str(name)), body)
             # a patch applies to what is stored now: pin it, and retry if it moves meanwhile
             new.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
-        admitted = await admission.admit(
-            "UPDATE", rtype, namespace, str(name), new, old, subresource=target.subresource, dry_run=dry_run
-        )
-        assert admitted.obj is not None
+        prepare(rtype, new, warnings if attempt == 0 else None, only="status" if status else None)
+
+        def check(candidate: dict[str, Any]) -> object:
+            return store.update(rtype, namespace, str(name), candidate, status=status, dry_run=True)
+
         try:
+            admitted = await admission.admit(
+                "UPDATE",
+                rtype,
+                namespace,
+                str(name),
+                new,
+                old,
+                subresource=target.subresource,
+                dry_run=dry_run,
+                check=check,
+            )
+            assert admitted.obj is not None
             written = store.update(
                 rtype, namespace, str(name), admitted.obj, status=status, dry_run=dry_run, manager=manager
             )
@@ -69,5 +101,5 @@ async def write_admitted(
             if verb == "patch" and error.code == 409 and attempt + 1 < PATCH_RETRIES:
                 continue
             raise
-        return 200, written, admitted.warnings
+        return 200, written, warnings + admitted.warnings
     raise AssertionError("unreachable: the last attempt returns or raises")

@@ -78,6 +78,7 @@ OBJECT_META = obj(
     namespace=string("The namespace the object lives in; empty for cluster-scoped kinds."),
     uid=string("Unique in time and space; set by the server on create."),
     resourceVersion=string("The version of the object the server holds; writes compare it (optimistic concurrency)."),
+    selfLink=string("Deprecated: once the object's URL; no longer set."),
     generation=integer("Incremented by the server each time the desired state (spec) changes."),
     creationTimestamp=string("When the server created the object (RFC 3339)."),
     deletionTimestamp=string("When deletion was asked; the object stays while finalizers remain."),

@@ -14,9 +14,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from .delete_answers import marked_for_deletion
 from .kinds import ResourceType
 from .ownership import BACKGROUND, FOREGROUND, ORPHAN, OwnerIndex, owner_uids
-from .records import Key, clone, timestamp
+from .records import Key, clone
 
 
 class GarbageCollection(ABC):
@@ -42,10 +43,8 @@ class GarbageCollection(ABC):
         obj = clone(stored)
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
-                obj["metadata"]["deletionTimestamp"] = timestamp()
-                obj["metadata"]["deletionGracePeriodSeconds"] = 0
                 self.pending_propagation[str(obj["metadata"].get("uid"))] = policy
-                return self._commit(rtype, key, "MODIFIED", obj, clone(stored))
+                return self._commit(rtype, key, "MODIFIED", marked_for_deletion(rtype, obj), clone(stored))
             return obj
         if rtype.kind == "Namespace" and rtype.group == "":
             for other in list(self.objects):

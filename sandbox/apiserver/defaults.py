@@ -6,6 +6,7 @@
   and labels the pod template with it (``batch.kubernetes.io/controller-uid``,
   ``batch.kubernetes.io/job-name`` and the legacy ``controller-uid``/``job-name``), as the Job
   registry strategy does; the Job's own labels default to its template's.
+- Namespace: ``spec.finalizers`` is ``[kubernetes]`` (the namespace controller's).
 - Pod: scheduling gates can only be removed after creation, and a pod cannot be created with
   both a ``nodeName`` and gates (422, with the real server's messages).
 """
@@ -87,6 +88,11 @@ def prepare_for_create(rtype: ResourceType, obj: dict[str, Any]) -> None:
         _merge_string_data(obj)
     elif _is(rtype, "batch", "Job"):
         _default_job(obj)
+    elif _is(rtype, "", "Namespace"):
+        # the namespace controller's finalizer: its contents go before it does
+        spec = obj.setdefault("spec", {}) or {}
+        spec.setdefault("finalizers", ["kubernetes"])
+        obj["spec"] = spec
 
 
 def prepare_for_update(rtype: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> None:

@@ -21,23 +21,51 @@ REASONS = {
 }
 
 
+def status_details(name: str, group: str, kind: str, **more: Any) -> dict[str, Any]:
+    """A Status's ``details``: an empty name or group (the core group) is left out, as Go's
+    ``omitempty`` leaves it."""
+    details: dict[str, Any] = {"name": name} if name else {}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details.update(more)
+    return details
+
+
+def success(name: str, group: str, plural: str, uid: str) -> dict[str, Any]:
+    """What a delete answers once the object is gone (the registry's finalizeDelete)."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": status_details(name, group, plural, uid=uid),
+    }
+
+
 class ApiError(Exception):
     """An error answer; ``status()`` is the body the client receives."""
 
     def __init__(
-        self, code: int, message: str, reason: str | None = None, details: dict[str, Any] | None = None
+        self,
+        code: int,
+        message: str,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,  # a list's continue token, on an expired one
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.reason = reason or REASONS.get(code, "Unknown")
         self.details = details
+        self.metadata = metadata or {}
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.metadata),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -53,22 +81,20 @@ class ApiError(Exception):
 
     @classmethod
     def not_found(cls, plural: str, name: str, kind_group: str = "") -> ApiError:
-        details = {"name": name, "kind": plural}
-        if kind_group:
-            details["group"] = kind_group
+        details = status_details(name, kind_group, plural)
         qualified = f"{plural}.{kind_group}" if kind_group else plural
         return cls(404, f'{qualified} "{name}" not found', details=details)
 
     @classmethod
     def already_exists(cls, plural: str, name: str, kind_group: str = "") -> ApiError:
         qualified = f"{plural}.{kind_group}" if kind_group else plural
-        details = {"name": name, "kind": plural, "group": kind_group}
+        details = status_details(name, kind_group, plural)
         return cls(409, f'{qualified} "{name}" already exists', reason="AlreadyExists", details=details)
 
     @classmethod
     def conflict(cls, plural: str, name: str, kind_group: str = "") -> ApiError:
         qualified = f"{plural}.{kind_group}" if kind_group else plural
-        details = {"name": name, "kind": plural, "group": kind_group}
+        details = status_details(name, kind_group, plural)
         return cls(
             409,
             f'Operation cannot be fulfilled on {qualified} "{name}": the object has been modified; '

@@ -66,6 +66,8 @@ def _collect(value: Any, schema: Schema, path: Path, found: set[Path]) -> None:
             found.add(path)
         return
     if isinstance(value, list):
+        if not value and path:
+            found.add(path)  # an empty keyed or set list is a value of its own
         items = schema.get("items") or _EMPTY
         for item in value:
             item_path = (*path, item_element(schema, item))

@@ -27,6 +27,16 @@ class ResourceType:
     status_on_create: StatusOnCreate = "drop"
     custom: bool = True  # a CustomResourceDefinition (strategic merge patch refused, as the real server does)
     field_selectors: tuple[str, ...] = field(default=())
+    # metadata.generation kept (custom resources, Pods, Jobs, webhook configurations; not ConfigMaps...)
+    generation: bool = True
+    # a PUT without metadata.resourceVersion allowed (the registry's AllowUnconditionalUpdate)
+    unconditional_update: bool | None = None  # None: as the kind's origin (built-ins yes, custom no)
+    # a delete answers with the object instead of a Status (the registry's ReturnDeletedObject)
+    returns_deleted: bool = False
+
+    @property
+    def allows_unconditional_update(self) -> bool:
+        return not self.custom if self.unconditional_update is None else self.unconditional_update
 
     @property
     def api_version(self) -> str:
@@ -50,6 +60,8 @@ def _core(
     status_subresource: bool = True,
     status_on_create: StatusOnCreate = "drop",
     field_selectors: tuple[str, ...] = (),
+    generation: bool = False,
+    returns_deleted: bool = False,
 ) -> ResourceType:
     return ResourceType(
         "",
@@ -61,6 +73,8 @@ def _core(
         status_on_create=status_on_create,
         custom=False,
         field_selectors=field_selectors,
+        generation=generation,
+        returns_deleted=returns_deleted,
     )
 
 
@@ -68,7 +82,7 @@ KUEUE = "kueue.x-k8s.io"
 TRAINER = "trainer.kubeflow.org"
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
-    _core("Namespace", "namespaces", False, status_on_create="active-namespace"),
+    _core("Namespace", "namespaces", False, status_on_create="active-namespace", returns_deleted=True),
     _core("Node", "nodes", False, status_on_create="keep", field_selectors=("spec.unschedulable",)),
     _core(
         "Pod",
@@ -76,6 +90,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         True,
         status_on_create="pending-pod",
         field_selectors=("spec.nodeName", "spec.schedulerName", "status.phase"),
+        generation=True,
+        returns_deleted=True,
     ),
     _core(
         "Event",
@@ -98,8 +114,25 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     _core("Secret", "secrets", True, status_subresource=False, status_on_create="keep", field_selectors=("type",)),
     _core("ConfigMap", "configmaps", True, status_subresource=False, status_on_create="keep"),
-    _core("ServiceAccount", "serviceaccounts", True, status_subresource=False, status_on_create="keep"),
-    ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, status_subresource=False, custom=False),
+    _core(
+        "ServiceAccount",
+        "serviceaccounts",
+        True,
+        status_subresource=False,
+        status_on_create="keep",
+        returns_deleted=True,
+    ),
+    ResourceType(
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        True,
+        status_subresource=False,
+        custom=False,
+        generation=False,
+        unconditional_update=False,
+    ),
     ResourceType("batch", "v1", "Job", "jobs", True, custom=False, field_selectors=("status.successful",)),
     ResourceType(
         "admissionregistration.k8s.io",
@@ -110,6 +143,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         status_subresource=False,
         status_on_create="keep",
         custom=False,
+        unconditional_update=False,
     ),
     ResourceType(
         "admissionregistration.k8s.io",
@@ -120,6 +154,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         status_subresource=False,
         status_on_create="keep",
         custom=False,
+        unconditional_update=False,
     ),
     ResourceType(KUEUE, "v1beta2", "ResourceFlavor", "resourceflavors", False, status_subresource=False),
     ResourceType(KUEUE, "v1beta2", "ClusterQueue", "clusterqueues", False),

@@ -2,12 +2,13 @@
 
 Entries are ``{manager, operation (Apply|Update), apiVersion, time, fieldsType: FieldsV1,
 fieldsV1[, subresource]}``, one per manager, operation and subresource, as the real server writes
-them. Server-side apply (``server_side_apply``) writes the applier's entry; any other write to an
-object that has entries records an ``Update``: the fields it added or changed become its manager's
-(``fieldManager``, else the client's User-Agent up to the first ``/``) and leave every other
-manager, fields it removed leave everyone. A write that omits ``managedFields`` keeps the stored
-ones. Objects never applied carry no entries and cost nothing here (the real server tracks
-every write; the embedded one starts at the first apply).
+them. Server-side apply (``server_side_apply``) writes the applier's entry; every other write
+records an ``Update``: a create makes every field it sets its manager's, an update the fields it
+added or changed (taking them from every other manager), and fields it removed leave everyone.
+The manager is ``fieldManager``, else the client's User-Agent up to the first ``/`` (``Python``
+for aiohttp, ``kubectl`` ...). A write that omits ``managedFields`` keeps the stored ones; an
+entry left owning nothing is dropped. The server's own writes (garbage collection, seeding)
+name no manager and only keep what is there.
 
 The paths never tracked are the real server's: apiVersion, kind and the metadata the server sets
 (name, namespace, uid, resourceVersion, generation, creationTimestamp, managedFields); and on a
@@ -89,7 +90,12 @@ def read_entries(obj: Mapping[str, Any]) -> list[ManagerEntry]:
 
 
 def write_entries(obj: dict[str, Any], entries: list[ManagerEntry]) -> None:
-    obj["metadata"]["managedFields"] = [entry.to_dict() for entry in entries if entry.fields]
+    """The entries that own something; none at all leaves ``managedFields`` out, as the real server does."""
+    kept = [entry.to_dict() for entry in entries if entry.fields]
+    if kept:
+        obj["metadata"]["managedFields"] = kept
+    else:
+        obj["metadata"].pop("managedFields", None)
 
 
 def tracked_fields(rtype: ResourceType, obj: Any, subresource: str = "") -> set[Path]:
@@ -115,6 +121,14 @@ def changed_paths(schema: Schema, paths: set[Path], before: Any, after: Any) -> 
     return changed
 
 
+def record_create(rtype: ResourceType, obj: dict[str, Any], manager: str | None) -> None:
+    """A create that is not an apply: every field it sets is its manager's (``Update``); with no
+    manager (the server's own write) the object gets no entries."""
+    obj["metadata"].pop("managedFields", None)
+    if manager:
+        write_entries(obj, [ManagerEntry(manager, UPDATE, rtype.api_version, fields=tracked_fields(rtype, obj))])
+
+
 def record_update(
     rtype: ResourceType, old: Mapping[str, Any], new: dict[str, Any], manager: str | None, subresource: str = ""
 ) -> None:
@@ -123,14 +137,12 @@ def record_update(
     metadata = new.setdefault("metadata", {})
     if metadata.get("managedFields") is None:
         given = (old.get("metadata") or {}).get("managedFields")
-        if not given:
+        if not given and not manager:
             return
-        metadata["managedFields"] = given
+        metadata["managedFields"] = given or []
     if not manager:
         return
     entries = read_entries(new)
-    if not entries:
-        return
     schema = kind_schema(rtype)
     before, after = tracked_fields(rtype, old, subresource), tracked_fields(rtype, new, subresource)
     taken = changed_paths(schema, after, old, new)

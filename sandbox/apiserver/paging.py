@@ -21,6 +21,7 @@ from .kinds import ResourceType
 from .records import Key, StoredEvent
 
 TOKEN_VERSION = "meta.k8s.io/v1"
+INCONSISTENT = -1  # a token's revision meaning "the current one"
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,26 @@ class Continue:
 
 
 def encode_continue(resource_version: int, start_after: str) -> str:
+    """The token, base64url without padding (Go's RawURLEncoding), as the real server writes it."""
     raw = json.dumps({"v": TOKEN_VERSION, "rv": resource_version, "start": start_after}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode()
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
 def decode_continue(token: str) -> Continue:
     try:
-        decoded = json.loads(base64.urlsafe_b64decode(token.encode()))
+        decoded = json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
         if not isinstance(decoded, dict) or decoded.get("v") != TOKEN_VERSION:
             raise ValueError("not a continue token")
         return Continue(int(decoded["rv"]), str(decoded["start"]))
-    except (ValueError, KeyError, TypeError, binascii.Error):
-        raise ApiError.bad_request(f"invalid continue token: {token[:40]!r}") from None
+    except (ValueError, KeyError, TypeError, binascii.Error) as error:
+        raise ApiError.bad_request(f"invalid continue token: continue key is not valid: {error}") from None
+
+
+def too_large(resource_version: int, current: int) -> ApiError:
+    """A revision the server has not reached: 504, as kube-apiserver answers after waiting for it."""
+    cause = {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+    message = f"Timeout: Too large resource version: {resource_version}, current: {current}"
+    return ApiError(504, message, details={"causes": [cause], "retryAfterSeconds": 1})
 
 
 def parse_limit(raw: str | None) -> int | None:
@@ -66,7 +75,9 @@ def parse_limit(raw: str | None) -> int | None:
     return limit
 
 
-def expired_continue() -> ApiError:
+def expired_continue(start_after: str) -> ApiError:
+    """410 for a token older than the history, carrying the token that goes on from the same key at
+    the current revision (``rv: -1``: an inconsistent rest of the list), as the real server does."""
     return ApiError(
         410,
         "The provided continue parameter is too old to display a consistent list result. You can start a new "
@@ -75,6 +86,7 @@ def expired_continue() -> ApiError:
         "that were created, modified, or deleted between the time the first chunk was returned and now may show "
         "up in the list.",
         reason="Expired",
+        metadata={"continue": encode_continue(INCONSISTENT, start_after)},
     )
 
 

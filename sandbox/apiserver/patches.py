@@ -20,6 +20,7 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
+REJECTED = "the server rejected our request due to an error in our request"
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -52,8 +53,9 @@ def apply_patch(rtype: ResourceType, content_type: str, current: dict[str, Any],
             raise ApiError(422, "a JSON patch must be a JSON array of operations")
         try:
             patched = jsonpatch.apply_patch(current, patch)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-            raise ApiError(422, f"the JSON patch could not be applied: {error}") from None
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+            # the real server keeps the reason to itself (NewGenericServerResponse's generic 422)
+            raise ApiError(422, REJECTED, details={}) from None
     else:
         raise ApiError(
             415,

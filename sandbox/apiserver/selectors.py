@@ -1,94 +1,92 @@
-"""Label and field selectors as the API server parses them from a list or watch query.
+"""Field selectors as the API server parses them from a list or watch query (label selectors are
+``label_selectors``').
 
-Label selectors take the full syntax: ``a=b``, ``a==b``, ``a!=b``, ``a in (x,y)``,
-``a notin (x)``, ``a`` (exists) and ``!a`` (does not exist), joined by commas. Field selectors
-take ``=``, ``==`` and ``!=`` on ``metadata.name``, ``metadata.namespace`` and the fields the
-resource type declares (``spec.nodeName`` for Pods, ...); any other field is a 400, as on the
-real server.
+A field selector is ``field=value``, ``field==value`` or ``field!=value`` terms joined by
+commas, with ``\\``, ``,`` and ``=`` escaped by a backslash in values (apimachinery's
+``fields.ParseSelector``). Each kind answers a field it does not index in its own words, as its
+registry's conversion function does: ``field label not supported: X`` (Pods, Nodes, custom
+resources...), ``"X" is not a known field selector: only "metadata.name", "metadata.namespace"``
+(ConfigMaps, Leases...), ``field label "X" not supported for Job``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import ApiError
+from .kinds import ResourceType
+from .label_selectors import parse_label_selector
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
-_REQUIREMENT = re.compile(
-    r"""^\s*(?:
-        (?P<not_exists>!\s*(?P<ne_key>[^\s,!=()]+))
-      | (?P<set_key>[^\s,!=()]+)\s+(?P<set_op>in|notin)\s*\((?P<values>[^)]*)\)
-      | (?P<cmp_key>[^\s,!=()]+)\s*(?P<cmp_op>==|=|!=)\s*(?P<value>[^\s,!=()]*)
-      | (?P<exists>[^\s,!=()]+)
-    )\s*$""",
-    re.VERBOSE,
-)
-
-
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas that are not inside ``( )``."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for char in text:
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return [p for p in parts if p.strip()]
-
-
-@dataclass(frozen=True)
-class LabelRequirement:
-    key: str
-    operator: str  # "=", "!=", "in", "notin", "exists", "!"
-    values: frozenset[str] = frozenset()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        if self.operator == "exists":
-            return self.key in labels
-        if self.operator == "!":
-            return self.key not in labels
-        if self.operator in ("=", "in"):
-            return value in self.values
-        return value not in self.values  # "!=" and "notin" also match a missing label
-
-
-def parse_label_selector(text: str | None) -> Callable[[Mapping[str, str]], bool]:
-    """A predicate over an object's labels; raises ``ApiError`` 400 on bad syntax."""
-    requirements: list[LabelRequirement] = []
-    for requirement in _split_top_level(text or ""):
-        match = _REQUIREMENT.match(requirement)
-        if match is None:
-            raise ApiError.bad_request(
-                f"unable to parse requirement: {requirement.strip()!r} in labelSelector {text!r}"
-            )
-        if match["not_exists"]:
-            requirements.append(LabelRequirement(match["ne_key"], "!"))
-        elif match["set_key"]:
-            values = frozenset(v.strip() for v in match["values"].split(",") if v.strip())
-            requirements.append(LabelRequirement(match["set_key"], match["set_op"], values))
-        elif match["cmp_key"]:
-            operator = "!=" if match["cmp_op"] == "!=" else "="
-            requirements.append(LabelRequirement(match["cmp_key"], operator, frozenset({match["value"]})))
-        else:
-            requirements.append(LabelRequirement(match["exists"], "exists"))
-    return lambda labels: all(r.matches(labels) for r in requirements)
-
-
+# kinds whose registry converts field labels with runtime.DefaultMetaV1FieldSelectorConversion
+DEFAULT_CONVERSION = {
+    ("", "ConfigMap"),
+    ("", "ServiceAccount"),
+    ("coordination.k8s.io", "Lease"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+}
 # field labels that are not the object's path to the field (an Event's "source" is its source.component)
 FIELD_PATHS = {"source": "source.component"}
+OPERATORS = ("!=", "==", "=")
+
+
+def _unsupported(rtype: ResourceType, label: str) -> ApiError:
+    if (rtype.group, rtype.kind) in DEFAULT_CONVERSION:
+        return ApiError.bad_request(
+            f'"{label}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+        )
+    if (rtype.group, rtype.kind) == ("batch", "Job"):
+        return ApiError.bad_request(f'field label "{label}" not supported for Job')
+    return ApiError.bad_request(f"field label not supported: {label}")
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split on commas a backslash does not escape."""
+    terms, current, escaped = [], "", False
+    for char in text:
+        if escaped:
+            current += char
+            escaped = False
+        elif char == "\\":
+            current += char
+            escaped = True
+        elif char == ",":
+            terms.append(current)
+            current = ""
+        else:
+            current += char
+    terms.append(current)
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    for index in range(len(term)):
+        for operator in OPERATORS:
+            if term.startswith(operator, index):
+                return term[:index], operator, term[index + len(operator) :]
+    return None
+
+
+def _unescape(value: str) -> str:
+    result, escaped = "", False
+    for char in value:
+        if escaped:
+            if char not in "\\,=":
+                raise ApiError.bad_request(f"invalid field selector: invalid escape sequence: \\{char}")
+            result += char
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in ",=":
+            raise ApiError.bad_request(f"invalid field selector: unescaped character in value: {ord(char)}")
+        else:
+            result += char
+    if escaped:
+        raise ApiError.bad_request("invalid field selector: invalid escape sequence: \\")
+    return result
 
 
 def _field_value(obj: Mapping[str, Any], path: str) -> str:
@@ -102,18 +100,22 @@ def _field_value(obj: Mapping[str, Any], path: str) -> str:
     return str(value)
 
 
-def parse_field_selector(text: str | None, supported: tuple[str, ...]) -> Predicate:
-    """A predicate over a whole object; raises ``ApiError`` 400 for fields the type does not index."""
-    if not text:
-        return lambda obj: True
-    allowed = ("metadata.name", "metadata.namespace", *supported)
-    checks: list[tuple[str, bool, str]] = []  # (field path, equal?, value)
-    for requirement in _split_top_level(text):
-        match = re.match(r"^\s*([^\s!=]+)\s*(==|=|!=)\s*(\S*)\s*$", requirement)
-        if match is None:
-            raise ApiError.bad_request(f"invalid selector: {requirement.strip()!r} in fieldSelector {text!r}")
-        path, operator, value = match.groups()
-        if path not in allowed:
-            raise ApiError.bad_request(f"field label not supported: {path}; supported: {', '.join(allowed)}")
-        checks.append((path, operator != "!=", value))
-    return lambda obj: all((_field_value(obj, path) == value) == equal for path, equal, value in checks)
+def parse_field_selector(text: str | None, rtype: ResourceType) -> Predicate:
+    """A predicate over a whole object; ``ApiError`` 400 for bad syntax or a field the kind does not index."""
+    checks: list[tuple[str, bool, str]] = []  # (field label, equal?, value)
+    for term in sorted(_split_terms(text or "")):
+        if not term:
+            continue
+        split = _split_term(term)
+        if split is None:
+            raise ApiError.bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
+        label, operator, value = split
+        checks.append((label, operator != "!=", _unescape(value)))
+    allowed = ("metadata.name", "metadata.namespace", *rtype.field_selectors)
+    for label, _, _ in checks:
+        if label not in allowed:
+            raise _unsupported(rtype, label)
+    return lambda obj: all((_field_value(obj, label) == value) == equal for label, equal, value in checks)
+
+
+__all__ = ["parse_field_selector", "parse_label_selector"]

@@ -30,11 +30,13 @@ from .admission import Admission
 from .admitted_writes import OPERATIONS, warning_headers, write_admitted
 from .applied_writes import write_applied
 from .bodies import decode_body, media_type
+from .delete_answers import delete_answer
 from .errors import ApiError
 from .faults import Faults
 from .health import health_answer, is_health_path
 from .kinds import Registry, ResourceType
 from .managed_fields import manager_of
+from .ownership import default_propagation
 from .patches import APPLY
 from .pod_logs import pod_log
 from .reads import discovery_document, list_objects
@@ -265,7 +267,8 @@ class FakeApiServer:
             old = self.store.get(rtype, namespace, name)
             await self.admission.admit("DELETE", rtype, namespace, name, None, old, dry_run=dry_run)
         preconditions = options.get("preconditions")
-        return _json(self.store.delete(rtype, namespace, name, preconditions, propagation=propagation, dry_run=dry_run))
+        deleted = self.store.delete(rtype, namespace, name, preconditions, propagation=propagation, dry_run=dry_run)
+        return _json(delete_answer(rtype, deleted, propagation or default_propagation(rtype)))
 
     async def _write(self, request: web.Request, verb: str, target: Target, query: Mapping[str, str]) -> web.Response:
         """create, update and patch (of the object, its ``/status``), and ``pods/binding``."""
@@ -291,15 +294,27 @@ class FakeApiServer:
                 store, self.admission, verb, target, body, content_type, dry_run=dry_run, manager=manager
             )
             return _json(written, code, warning_headers(warnings))
+        warnings = []
         if verb == "create":
-            return _json(store.create(rtype, namespace, body, dry_run=dry_run), 201)
+            created = store.create(rtype, namespace, body, dry_run=dry_run, manager=manager, warnings=warnings)
+            return _json(created, 201, warning_headers(warnings))
         if verb == "update":
-            written = store.update(rtype, namespace, str(name), body, status=status, dry_run=dry_run, manager=manager)
-            return _json(written)
+            written = store.update(
+                rtype, namespace, str(name), body, status=status, dry_run=dry_run, manager=manager, warnings=warnings
+            )
+            return _json(written, headers=warning_headers(warnings))
         patched = store.patch(
-            rtype, namespace, str(name), content_type, body, status=status, dry_run=dry_run, manager=manager
+            rtype,
+            namespace,
+            str(name),
+            content_type,
+            body,
+            status=status,
+            dry_run=dry_run,
+            manager=manager,
+            warnings=warnings,
         )
-        return _json(patched)
+        return _json(patched, headers=warning_headers(warnings))
 
     def _admitted(self, verb: str, target: Target) -> bool:
         """Whether any webhook's rules match this request (cheap: most requests skip admission)."""

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import ApiError
+from .field_errors import invalid_object, required
 from .field_sets import MISSING, Path, Schema, child_schema, is_atomic, item_element, path_text
 from .kinds import ResourceType
 from .managed_fields import (
@@ -36,15 +37,18 @@ BEFORE_FIRST_APPLY = "before-first-apply"
 def checked_intent(rtype: ResourceType, body: Any, manager: str | None) -> dict[str, Any]:
     """The applied configuration, checked as the real server checks it before anything else."""
     if not manager:
-        raise ApiError(
-            422,
-            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+        raise invalid_object(
+            "PatchOptions.meta.k8s.io",
+            "",
+            [required("fieldManager", "is required for apply patch")],
+            group="meta.k8s.io",
+            kind="PatchOptions",
         )
     if not isinstance(body, dict):
         raise ApiError.bad_request("error decoding YAML: the applied configuration must be an object")
-    for required in ("apiVersion", "kind"):
-        if not body.get(required):
-            raise ApiError.bad_request(f"error decoding patch: {required} must be set in an apply configuration")
+    for part in ("apiVersion", "kind"):
+        if not body.get(part):
+            raise ApiError.bad_request(f"error decoding patch: {part} must be set in an apply configuration")
     if (body["apiVersion"], body["kind"]) != (rtype.api_version, rtype.kind):
         raise ApiError.bad_request(
             f"the API version in the data ({body['apiVersion']}) or kind ({body['kind']}) does not "
@@ -98,7 +102,7 @@ def _remove(value: Any, schema: Schema, path: Path) -> None:
         value[:] = [item for item in value if item_element(schema, item) != last]
 
 
-def _conflict(rtype: ResourceType, name: str, found: list[tuple[ManagerEntry, Path]]) -> ApiError:
+def _conflict(found: list[tuple[ManagerEntry, Path]]) -> ApiError:
     def who(entry: ManagerEntry) -> str:
         text = f'"{entry.manager}"'
         if entry.subresource:
@@ -118,8 +122,8 @@ def _conflict(rtype: ResourceType, name: str, found: list[tuple[ManagerEntry, Pa
         {"reason": "FieldManagerConflict", "message": f"conflict with {who(entry)}", "field": path_text(path)}
         for entry, path in found
     ]
-    details = {"name": name, "group": rtype.group, "kind": rtype.plural, "causes": causes}
-    return ApiError(409, message, reason="Conflict", details=details)
+    # the real server names no object here: its conflict error carries the causes only
+    return ApiError(409, message, reason="Conflict", details={"causes": causes})
 
 
 def apply(
@@ -152,7 +156,7 @@ def apply(
     changed = changed_paths(schema, applied, live, merged)
     conflicts = [(entry, path) for entry in others for path in sorted(changed & entry.fields)]
     if conflicts and not force:
-        raise _conflict(rtype, str(live["metadata"]["name"]), conflicts)
+        raise _conflict(conflicts)
     for entry, path in conflicts:
         entry.fields.discard(path)
     if mine is None:

@@ -23,11 +23,22 @@ from .collector import GarbageCollection
 from .defaults import prepare_for_create, prepare_for_update
 from .errors import ApiError
 from .kinds import ResourceType
-from .managed_fields import record_update
+from .managed_fields import record_create, record_update
 from .ownership import PROPAGATION_POLICIES, OwnerIndex, default_propagation
-from .paging import Continue, ListPage, decode_continue, expired_continue, page, snapshot
+from .paging import (
+    INCONSISTENT,
+    Continue,
+    ListPage,
+    decode_continue,
+    expired_continue,
+    page,
+    snapshot,
+    too_large,
+)
 from .patches import apply_patch
 from .records import Key, StoredEvent, Subscription, clone, timestamp
+from .subscriptions import WatchSubscriptions
+from .write_checks import missing_resource_version, prepare, validate_object
 
 DEFAULT_HISTORY = 1000
 # the alphabet of generateName suffixes (apimachinery's utilrand: no vowels, no look-alike digits)
@@ -39,7 +50,7 @@ def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
-class Store(GarbageCollection):
+class Store(GarbageCollection, WatchSubscriptions):
     def __init__(self, history_limit: int = DEFAULT_HISTORY, *, collect_dangling: bool = False) -> None:
         self.resource_version = 0
         self.objects: dict[ResourceType, dict[Key, dict[str, Any]]] = {}
@@ -144,33 +155,16 @@ class Store(GarbageCollection):
         *,
         dry_run: bool = False,
         applied: bool = False,  # a server-side apply's: its managedFields are kept
+        manager: str | None = None,  # who writes: the managedFields entry (None: the server's own write)
+        warnings: list[str] | None = None,  # where a pruned field's warning goes
     ) -> dict[str, Any]:
-        obj = self._envelope(rtype, body, namespace)
+        obj = self.creatable(rtype, namespace, body, applied=applied, warnings=warnings)
         metadata = obj["metadata"]
-        if metadata.get("resourceVersion"):
-            raise ApiError(500, "Internal error occurred: resourceVersion should not be set on objects to be created")
-        if not metadata.get("name"):
-            prefix = metadata.get("generateName")
-            if not prefix:
-                raise ApiError(422, f"{rtype.kind}.metadata.name: Required value: name or generateName is required")
-            metadata["name"] = self._generated_name(rtype, namespace, str(prefix))
-        self._require_namespace(rtype, namespace)
         key = (namespace or "", str(metadata["name"]))
         if key in self._bucket(rtype):
             raise ApiError.already_exists(rtype.plural, key[1], rtype.group)
-        metadata["uid"] = str(uuid.uuid4())
-        metadata["creationTimestamp"] = timestamp()
-        metadata["generation"] = 1
-        prepare_for_create(rtype, obj)
-        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", *(() if applied else ("managedFields",))):
-            metadata.pop(transient, None)
-        if rtype.status_on_create == "drop" and rtype.status_subresource:
-            obj.pop("status", None)
-        elif rtype.status_on_create == "pending-pod":
-            obj["status"] = {"phase": "Pending"}
-        elif rtype.status_on_create == "active-namespace":
-            obj["status"] = {"phase": "Active"}
-            metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = key[1]
+        if not applied:
+            record_create(rtype, obj, manager)
         if dry_run:
             return obj
         created = self._commit(rtype, key, "ADDED", obj, None)
@@ -216,8 +210,12 @@ class Store(GarbageCollection):
             objects = sorted(((k, o) for k, o in bucket.items() if namespace in (None, k[0])), key=lambda ko: ko[0])
         else:
             position = decode_continue(continue_token)
-            if not self.compacted_through <= position.resource_version <= self.resource_version:
-                raise expired_continue()
+            if position.resource_version == INCONSISTENT:
+                position = Continue(self.resource_version, position.start_after)
+            if position.resource_version > self.resource_version:
+                raise too_large(position.resource_version, self.resource_version)
+            if position.resource_version < self.compacted_through:
+                raise expired_continue(position.start_after)
             objects = snapshot(bucket, self.history, rtype, namespace, position.resource_version)
         return page(objects, position, matches, limit, count_remaining=count_remaining)
 
@@ -230,18 +228,24 @@ class Store(GarbageCollection):
         *,
         status: bool = False,
         dry_run: bool = False,
-        manager: str | None = None,  # who writes: tracked on objects that have managedFields
+        manager: str | None = None,  # who writes: the managedFields entry (None: the server's own write)
+        warnings: list[str] | None = None,  # where a pruned field's warning goes
     ) -> dict[str, Any]:
         if status and not rtype.status_subresource:
             raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
         stored = self._stored(rtype, namespace, name)
         obj = self._envelope(rtype, body, namespace, deep=not status)
         metadata = obj["metadata"]
+        if status and "status" in obj:
+            obj["status"] = clone(obj["status"])  # pruned below: never the caller's
+        prepare(rtype, obj, warnings, only="status" if status else None)
         if metadata.get("name", name) != name:
             raise ApiError.bad_request(
                 f"the name of the object ({metadata.get('name')}) does not match the name on the URL ({name})"
             )
         given_version = metadata.get("resourceVersion")
+        if not given_version and not rtype.allows_unconditional_update:
+            raise missing_resource_version(rtype, name)
         if given_version and str(given_version) != stored["metadata"]["resourceVersion"]:
             raise ApiError.conflict(rtype.plural, name, rtype.group)
         if status:
@@ -250,7 +254,7 @@ class Store(GarbageCollection):
             updated = dict(stored)
             updated["metadata"] = dict(stored["metadata"])
             if "status" in obj:
-                updated["status"] = clone(obj["status"])
+                updated["status"] = obj["status"]
             else:
                 updated.pop("status", None)
         else:
@@ -267,9 +271,10 @@ class Store(GarbageCollection):
                     updated["status"] = stored["status"]  # shared: snapshots are never changed
                 else:
                     updated.pop("status", None)
-            if _spec_part(updated) != _spec_part(stored):
+            if rtype.generation and _spec_part(updated) != _spec_part(stored):
                 metadata["generation"] = int(kept.get("generation", 1)) + 1
         prepare_for_update(rtype, updated, stored)
+        validate_object(rtype, updated)
         record_update(rtype, stored, updated, manager, "status" if status else "")
         if dry_run:
             return clone(updated)
@@ -300,12 +305,15 @@ class Store(GarbageCollection):
         status: bool = False,
         dry_run: bool = False,
         manager: str | None = None,
+        warnings: list[str] | None = None,
     ) -> dict[str, Any]:
         if status and not rtype.status_subresource:
             raise ApiError(404, f"the server could not find the requested resource ({rtype.plural}/status)")
         # the patch functions build a new object (a merge patch copies only the paths it changes)
         patched = apply_patch(rtype, content_type, self._stored(rtype, namespace, name), patch)
-        return self.update(rtype, namespace, name, patched, status=status, dry_run=dry_run, manager=manager)
+        return self.update(
+            rtype, namespace, name, patched, status=status, dry_run=dry_run, manager=manager, warnings=warnings
+        )
 
     def delete(
         self,
@@ -338,6 +346,44 @@ class Store(GarbageCollection):
             return clone(stored)
         return self._delete_stored(rtype, (namespace or "", name), propagation or default_propagation(rtype))
 
+    def creatable(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        body: Mapping[str, Any],
+        *,
+        applied: bool = False,
+        warnings: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """``body`` as it would be created (named, stamped, pruned, defaulted and validated: what the
+        registry's BeforeCreate does before validating webhooks see it); nothing is stored."""
+        obj = self._envelope(rtype, body, namespace)
+        metadata = obj["metadata"]
+        if metadata.get("resourceVersion"):
+            raise ApiError(500, "Internal error occurred: resourceVersion should not be set on objects to be created")
+        self._require_namespace(rtype, namespace)
+        prepare(rtype, obj, warnings)
+        if not metadata.get("name") and metadata.get("generateName"):
+            metadata["name"] = self._generated_name(rtype, namespace, str(metadata["generateName"]))
+        metadata["uid"] = str(uuid.uuid4())
+        metadata["creationTimestamp"] = timestamp()
+        if rtype.generation:
+            metadata["generation"] = 1
+        else:
+            metadata.pop("generation", None)
+        prepare_for_create(rtype, obj)
+        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", *(() if applied else ("managedFields",))):
+            metadata.pop(transient, None)
+        if rtype.status_on_create == "drop" and rtype.status_subresource:
+            obj.pop("status", None)
+        elif rtype.status_on_create == "pending-pod":
+            obj["status"] = {"phase": "Pending"}
+        elif rtype.status_on_create == "active-namespace":
+            obj["status"] = {"phase": "Active"}
+            metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata.get("name")
+        validate_object(rtype, obj)
+        return obj
+
     def _generated_name(self, rtype: ResourceType, namespace: str | None, prefix: str) -> str:
         # the real server gives up after a few collisions with 409 AlreadyExists; so does this one
         for _ in range(8):
@@ -345,55 +391,3 @@ class Store(GarbageCollection):
             if (namespace or "", name) not in self._bucket(rtype):
                 return name
         raise ApiError.already_exists(rtype.plural, prefix, rtype.group)
-
-    # ------------------------------------------------------------------------------ watch
-
-    def subscribe(
-        self, rtype: ResourceType, namespace: str | None, resource_version: str | None
-    ) -> tuple[list[StoredEvent], Subscription]:
-        """The events to replay first and a subscription for what follows, with no gap between.
-
-        No (or ``0``) resourceVersion: synthetic ADDED events for the current objects. A
-        revision: every retained event after it, or 410 when the history no longer reaches back.
-        """
-        if resource_version in (None, "", "0"):
-            backlog = [
-                StoredEvent(
-                    int(obj["metadata"]["resourceVersion"]),
-                    "ADDED",
-                    rtype,
-                    obj["metadata"].get("namespace") or "",
-                    obj,
-                    None,
-                )
-                for obj in self.items(rtype, namespace)
-            ]
-        else:
-            try:
-                since = int(str(resource_version))
-            except ValueError:
-                raise ApiError.bad_request(f"invalid resourceVersion {resource_version!r}") from None
-            if since < self.compacted_through:
-                raise ApiError.expired(since, self.compacted_through + 1)
-            backlog = [
-                event
-                for event in self.history
-                if event.resource_version > since
-                and event.rtype is rtype
-                and (namespace is None or event.namespace == namespace)
-            ]
-        subscription = Subscription(rtype, namespace)
-        self.subscriptions.add(subscription)
-        return backlog, subscription
-
-    def unsubscribe(self, subscription: Subscription) -> None:
-        self.subscriptions.discard(subscription)
-
-    def compact(self) -> None:
-        """Forget the whole event history, as etcd compaction does.
-
-        Afterwards a watch that resumes from any revision written so far gets 410, so a client
-        must list again; watches already open keep streaming, as on the real server.
-        """
-        self.history.clear()
-        self.compacted_through = self.resource_version + 1

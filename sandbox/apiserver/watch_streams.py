@@ -38,7 +38,7 @@ def truthy(value: str | None) -> bool:
 def matcher(rtype: ResourceType, query: Mapping[str, str]) -> Matcher:
     """The request's labelSelector and fieldSelector as one predicate on an object."""
     labels_match = parse_label_selector(query.get("labelSelector"))
-    fields_match = parse_field_selector(query.get("fieldSelector"), rtype.field_selectors)
+    fields_match = parse_field_selector(query.get("fieldSelector"), rtype)
 
     def matches(obj: Mapping[str, Any]) -> bool:
         metadata = obj.get("metadata") or {}

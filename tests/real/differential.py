@@ -3,11 +3,13 @@
 A ``Sequence`` is a list of ``Step``s (method, path, body, content type) in a namespace of its
 own; ``{ns}`` in a path or body is that namespace, ``{rv:STEP}`` the resourceVersion a
 previous step's answer carried. A step may read a watch stream for a few events instead of one
-answer. ``Server`` sends raw HTTPS with a bearer token (no client library between the two, so a
-difference is the servers'). ``normalize`` removes what is bound to differ between any two
-servers (uids, resourceVersions, timestamps, generated names' suffixes, the managedFields'
-times), and ``compare`` walks both answers field by field and returns each difference as
-``(step, path, embedded, real)``.
+answer, or compact the server's history (``COMPACT``: etcd's compaction on the real server, the
+store's on the embedded one) so that what follows meets 410 as after compaction. ``Server``
+sends raw HTTPS with a bearer token (no client library between the two, so a difference is the
+servers'). ``normalize`` removes what is bound to differ between any two servers (uids,
+resourceVersions, timestamps, generated names' suffixes, the managedFields' times, a 410's
+current revision), and ``compare`` walks both answers field by field, the warnings' texts
+included, and returns each difference as ``(step, path, embedded, real)``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 import json
 import re
 import ssl
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,8 @@ import aiohttp
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 VOLATILE_METADATA = ("uid", "resourceVersion", "creationTimestamp", "selfLink")
+TOO_OLD = re.compile(r"too old resource version: (\d+) \(\d+\)")
+COMPACT = "COMPACT"  # a step's method: compact the server's history instead of sending a request
 
 
 @dataclass(frozen=True)
@@ -52,19 +56,22 @@ class Answer:
 
 
 class Server:
-    """One API server reached over HTTPS with a bearer token."""
+    """One API server reached over HTTPS with a bearer token; ``compact`` forgets its history."""
 
-    def __init__(self, name: str, url: str, token: str, ca_pem: bytes) -> None:
+    def __init__(
+        self, name: str, url: str, token: str, ca_pem: bytes, compact: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self.name = name
         self.url = url.rstrip("/")
         self.token = token
-        self.context = ssl.create_default_context(cadata=ca_pem.decode())
+        self.context = ssl.create_default_context(cadata=ca_pem.decode()) if ca_pem else None
+        self.compact = compact
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Server:
         self._session = aiohttp.ClientSession(
             headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"},
-            connector=aiohttp.TCPConnector(ssl=self.context),
+            connector=aiohttp.TCPConnector(ssl=self.context if self.context is not None else True),
         )
         return self
 
@@ -74,6 +81,10 @@ class Server:
 
     async def send(self, step: Step, path: str, body: Any) -> Answer:
         assert self._session is not None
+        if step.method == COMPACT:
+            assert self.compact is not None, f"{self.name} cannot compact its history"
+            await self.compact()
+            return Answer(200, None)
         data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
         headers = {"Content-Type": step.content_type} if data is not None else {}
         async with self._session.request(step.method, self.url + path, data=data, headers=headers) as response:
@@ -86,6 +97,16 @@ class Server:
             except json.JSONDecodeError:
                 parsed = text
             return Answer(response.status, parsed, warnings)
+
+
+async def compact_etcd(etcd_url: str) -> None:
+    """Compact etcd at its current revision through its JSON gateway (what kube-apiserver does
+    every five minutes): every earlier revision is gone, so resuming from one is 410."""
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{etcd_url}/v3/kv/range", json={"key": "AA==", "limit": 1}) as response:
+            revision = int((await response.json())["header"]["revision"])
+        async with session.post(f"{etcd_url}/v3/kv/compaction", json={"revision": revision, "physical": True}) as done:
+            done.raise_for_status()
 
 
 async def _read_events(response: aiohttp.ClientResponse, count: int) -> list[Any]:
@@ -139,7 +160,7 @@ def normalize(value: Any, namespace: str, key: str = "") -> Any:
     if isinstance(value, dict):
         found: dict[str, Any] = {}
         for k, v in value.items():
-            if key == "metadata" and k in VOLATILE_METADATA:
+            if (key == "metadata" and k in VOLATILE_METADATA) or (k == "uid" and v):
                 found[k] = "<set>"
                 continue
             if key == "metadata" and k == "managedFields":
@@ -157,7 +178,7 @@ def normalize(value: Any, namespace: str, key: str = "") -> Any:
     if isinstance(value, str):
         if TIME.match(value):
             return "<time>"
-        return value.replace(namespace, "{ns}")
+        return TOO_OLD.sub(r"too old resource version: \1 (<current>)", value.replace(namespace, "{ns}"))
     return value
 
 
@@ -195,8 +216,16 @@ def differences(
     found: list[Difference] = []
     for step in sequence.steps:
         a, b = embedded[step.name], real[step.name]
-        left = {"status": a.status, "body": normalize(a.body, namespaces[0]), "warnings": len(a.warnings) > 0}
-        right = {"status": b.status, "body": normalize(b.body, namespaces[1]), "warnings": len(b.warnings) > 0}
+        left = {
+            "status": a.status,
+            "body": normalize(a.body, namespaces[0]),
+            "warnings": normalize(a.warnings, namespaces[0]),
+        }
+        right = {
+            "status": b.status,
+            "body": normalize(b.body, namespaces[1]),
+            "warnings": normalize(b.warnings, namespaces[1]),
+        }
         for path, x, y in compare(left, right):
             found.append(Difference(sequence.name, step.name, path, x, y))
     return found

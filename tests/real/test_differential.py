@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from differential import Answer, Difference, Sequence, Server, Step, differences, run_sequence
+from differential import Answer, Difference, Sequence, Server, Step, compact_etcd, differences, run_sequence
 from differential_sequences import SEQUENCES
 
 from sandbox.embedded import LocalCluster, bundled_runtimes
@@ -29,7 +29,11 @@ async def embedded() -> AsyncIterator[Server]:
         await cluster.start_webhook()
         server = cluster.server
         assert server.certificates is not None or server.url.startswith("http:")
-        async with Server("embedded", server.url, server.token or "", _ca(cluster)) as client:
+
+        async def compact() -> None:
+            server.store.compact()
+
+        async with Server("embedded", server.url, server.token or "", _ca(cluster), compact) as client:
             yield client
 
 
@@ -56,7 +60,11 @@ async def test_embedded_server_answers_as_kube_apiserver(
 ) -> None:
     token = real_cluster.credentials.identities["admin"].token
     namespace = f"diff-{sequence.name}"[:50]
-    async with Server("real", real_cluster.url, token, real_cluster.admin_ca_pem) as real:
+
+    async def compact() -> None:
+        await compact_etcd(real_cluster.etcd_url)
+
+    async with Server("real", real_cluster.url, token, real_cluster.admin_ca_pem, compact) as real:
         left, right = await _run_both(sequence, embedded, real, namespace)
     found = differences(sequence, left, right, (namespace, namespace))
     expected = {key: why for key, why in KNOWN.items() if key.startswith(f"{sequence.name}/")}
