@@ -205,13 +205,12 @@ class Store(GarbageCollection, WatchSubscriptions):
         is False when selectors filter the list, since the real server leaves the count unset then.
         """
         bucket = self._bucket(rtype)
-        if not continue_token:
-            position = Continue(self.resource_version, "")
+        position = decode_continue(continue_token) if continue_token else Continue(INCONSISTENT, "")
+        if position.resource_version == INCONSISTENT:
+            # a first page, or the rest of an expired list (its token's "rv: -1"): read now
+            position = Continue(self.resource_version, position.start_after)
             objects = sorted(((k, o) for k, o in bucket.items() if namespace in (None, k[0])), key=lambda ko: ko[0])
         else:
-            position = decode_continue(continue_token)
-            if position.resource_version == INCONSISTENT:
-                position = Continue(self.resource_version, position.start_after)
             if position.resource_version > self.resource_version:
                 raise too_large(position.resource_version, self.resource_version)
             if position.resource_version < self.compacted_through:

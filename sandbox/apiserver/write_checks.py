@@ -89,7 +89,7 @@ def prepare(
         dropped = prune(obj[only], part, only) if only in obj else []
         apply_defaults(obj.get(only), part)
     if warnings is not None:
-        warnings.extend(f'unknown field "{path}"' for path in dropped)
+        warnings.extend(f'unknown field "{path}"' for path in sorted(dropped))
 
 
 def validate_object(rtype: ResourceType, obj: dict[str, Any]) -> None:

@@ -4,12 +4,60 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from fakeapi.fixtures import FakeApi
 
 from scheduler.kube import KubeClient
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+
+@dataclass
+class Answer:
+    """A raw answer: what kube-apiserver's clients see (status, body, Warning headers' texts)."""
+
+    status: int
+    body: Any
+    warnings: list[str]
+
+
+class RawClient:
+    """Raw HTTP requests to the fake server with its token: no client library between the test and
+    the server's exact answer."""
+
+    def __init__(self, fake_api: FakeApi, session: aiohttp.ClientSession) -> None:
+        self.url = fake_api.url
+        self.session = session
+        self.headers = {"Authorization": f"Bearer {fake_api.server.token}"}
+
+    async def send(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Answer:
+        headers = dict(self.headers)
+        data = None
+        if body is not None:
+            data = json.dumps(body)
+            headers["Content-Type"] = content_type
+        async with self.session.request(method, self.url + path, data=data, headers=headers) as response:
+            text = await response.text()
+            warnings = [_warning_text(w) for w in response.headers.getall("Warning", [])]
+            return Answer(response.status, json.loads(text) if text else None, warnings)
+
+
+def _warning_text(header: str) -> str:
+    """``299 - "text"`` (quotes and backslashes escaped) back to the text."""
+    return header.removeprefix('299 - "').removesuffix('"').replace('\\"', '"').replace("\\\\", "\\")
+
+
+@contextlib.asynccontextmanager
+async def raw(fake_api: FakeApi) -> AsyncIterator[RawClient]:
+    async with aiohttp.ClientSession() as session:
+        yield RawClient(fake_api, session)
 
 
 @contextlib.asynccontextmanager
