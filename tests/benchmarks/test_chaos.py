@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from trainyard.benchmarks.chaos import measure, run
+from trainyard.benchmarks.chaos import run
+from trainyard.benchmarks.chaos.embedded import measure
 
 
 def chaos_args(**overrides: object) -> argparse.Namespace:

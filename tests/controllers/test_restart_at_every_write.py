@@ -18,8 +18,8 @@ import pytest
 
 from sandbox.apiserver.records import StoredEvent
 from sandbox.embedded import LocalCluster
-from trainyard.benchmarks.chaos import JobSetFinisher
-from trainyard.benchmarks.chaos_audit import Audit
+from trainyard.benchmarks.chaos.audit import Audit
+from trainyard.benchmarks.chaos.embedded import JobSetFinisher
 from trainyard.benchmarks.controller import queue_objects, trainjob
 
 NAMESPACE = "steps"

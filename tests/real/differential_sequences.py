@@ -8,6 +8,8 @@ refusals, and garbage collection.
 
 from __future__ import annotations
 
+from typing import Any
+
 from differential import COMPACT, Sequence, Step
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
@@ -26,13 +28,16 @@ def _configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = 
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
 
 
-def _workload(name: str) -> dict[str, object]:
+def _workload(name: str, queue: str = "default", owners: list[dict[str, object]] | None = None) -> dict[str, Any]:
+    metadata: dict[str, object] = {"name": name, "namespace": "{ns}"}
+    if owners:
+        metadata["ownerReferences"] = owners
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
-        "metadata": {"name": name, "namespace": "{ns}"},
+        "metadata": metadata,
         "spec": {
-            "queueName": "default",
+            "queueName": queue,
             "podSets": [
                 {
                     "name": "main",
@@ -202,3 +207,207 @@ GARBAGE_COLLECTION = Sequence(
 )
 
 SEQUENCES = (CRUD, SERVER_SIDE_APPLY, STATUS, LISTS, WATCHES, CRD_SCHEMA, GARBAGE_COLLECTION)
+
+
+TJ = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs"
+LQ = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues"
+RF = "/apis/kueue.x-k8s.io/v1beta2/resourceflavors"
+
+
+def _trainjob(name: str, nodes: int, gpus: int) -> dict[str, Any]:
+    requests = {"cpu": "1", "nvidia.com/gpu": str(gpus)}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": "{ns}"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": requests, "limits": dict(requests)}},
+        },
+    }
+
+
+def _owned_by(kind: str, name: str, uid: str) -> dict[str, object]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _queues(gpus: int) -> tuple[Step, ...]:
+    """A flavor and a ClusterQueue of their own, and the namespace's ``default`` LocalQueue (the one
+    trainyard's mutating webhook fills a TrainJob's queue from); then time for the webhook's informers."""
+    quota = [{"name": "cpu", "nominalQuota": 100}, {"name": "nvidia.com/gpu", "nominalQuota": gpus}]
+    return (
+        Step(
+            "flavor",
+            "POST",
+            RF,
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "{ns}-flavor"}},
+        ),
+        Step(
+            "cluster-queue",
+            "POST",
+            CQ,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": "{ns}-cq"},
+                "spec": {
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu", "nvidia.com/gpu"],
+                            "flavors": [{"name": "{ns}-flavor", "resources": quota}],
+                        }
+                    ],
+                },
+            },
+        ),
+        Step(
+            "local-queue",
+            "POST",
+            LQ,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "default", "namespace": "{ns}"},
+                "spec": {"clusterQueue": "{ns}-cq"},
+            },
+        ),
+        Step("informers", "GET", f"{LQ}/default", pause=3.0),
+    )
+
+
+WORKLOAD_SCHEMA = Sequence(
+    "workload-schema",
+    (
+        Step("defaults", "POST", WL, _workload("defaulted")),
+        Step(
+            "too-many-pod-sets",
+            "POST",
+            WL,
+            {
+                **_workload("many"),
+                "spec": {
+                    "queueName": "default",
+                    "podSets": [
+                        {"name": f"ps{i}", "count": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}
+                        for i in range(9)
+                    ],
+                },
+            },
+        ),
+        Step(
+            "class-without-name",
+            "POST",
+            WL,
+            {
+                **_workload("unnamed"),
+                "spec": {
+                    "queueName": "default",
+                    "priority": 1,
+                    "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass"},
+                    "podSets": [{"name": "main", "template": {"spec": {"containers": [{"name": "c"}]}}}],
+                },
+            },
+        ),
+        Step(
+            "local-queue-defaults",
+            "POST",
+            LQ,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": "{ns}"},
+                "spec": {"clusterQueue": "somewhere", "fairSharing": {}},
+            },
+        ),
+    ),
+)
+
+ADMISSION_WEBHOOKS = Sequence(
+    "admission-webhooks",
+    (
+        Step("fits", "POST", TJ, _trainjob("fits", nodes=1, gpus=4)),
+        Step("never-fits", "POST", TJ, _trainjob("never-fits", nodes=2, gpus=8)),
+        Step(
+            "no-such-runtime",
+            "POST",
+            TJ,
+            {**_trainjob("lost", nodes=1, gpus=1), "spec": {"runtimeRef": {"name": "no-such-runtime"}}},
+        ),
+    ),
+    setup=_queues(gpus=8),
+)
+
+TRAINJOB_GARBAGE_COLLECTION = Sequence(
+    "trainjob-garbage-collection",
+    (
+        Step("trainjob", "POST", TJ, _trainjob("owner", nodes=1, gpus=1)),
+        Step(
+            "owned-workload",
+            "POST",
+            WL,
+            # a queue no controller admits from: only the garbage collector acts on it
+            _workload("owned", queue="none", owners=[_owned_by("TrainJob", "owner", "{uid:trainjob}")]),
+        ),
+        Step("delete-trainjob", "DELETE", f"{TJ}/owner"),
+        Step("workload-collected", "GET", f"{WL}/owned", pause=5.0),
+    ),
+    setup=_queues(gpus=8),
+)
+
+SEQUENCES = (
+    *SEQUENCES,
+    WORKLOAD_SCHEMA,
+    ADMISSION_WEBHOOKS,
+    TRAINJOB_GARBAGE_COLLECTION,
+)
+
+# What the embedded server knowingly does otherwise (test_differential.KNOWN says why each does not matter)
+GAPS = Sequence(
+    "known-gaps",
+    (
+        Step("configmap-unknown-field", "POST", CM, {**_configmap("extra", {"a": "1"}), "madeUp": {"x": 1}}),
+        Step(
+            "cel-rule",
+            "POST",
+            CQ,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": "{ns}-cel"},
+                "spec": {
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [
+                                {"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1, "borrowingLimit": 1}]}
+                            ],
+                        }
+                    ]
+                },
+            },
+        ),
+        Step(
+            "pod-template-overrides",
+            "POST",
+            TJ,
+            {
+                **_trainjob("overridden", nodes=1, gpus=1),
+                "spec": {
+                    **_trainjob("overridden", nodes=1, gpus=1)["spec"],
+                    "podTemplateOverrides": [{"targetJobs": [{"name": "node"}], "metadata": {"labels": {"a": "b"}}}],
+                },
+            },
+        ),
+    ),
+    setup=_queues(gpus=8),
+)
+
+SEQUENCES = (*SEQUENCES, GAPS)

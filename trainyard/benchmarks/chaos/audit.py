@@ -53,27 +53,31 @@ class Audit:
     admissions: int = 0
 
     def observe(self, event: StoredEvent) -> None:
-        kind = event.rtype.kind
+        """A write committed to the embedded server's store."""
+        self.record(event.rtype.kind, event.type, event.obj)
+
+    def record(self, kind: str, change: str, obj: dict[str, Any]) -> None:
+        """One committed write: ``change`` is ADDED, MODIFIED or DELETED (a store's, or etcd's history's)."""
         if kind == "Workload":
-            self._workload(event)
+            self._workload(change, obj)
         elif kind == "JobSet":
-            owner = owner_name(event.obj)
+            owner = owner_name(obj)
             if owner is None:
                 return
-            if event.type == "ADDED":
+            if change == "ADDED":
                 self.jobsets[owner] += 1
                 if self.jobsets[owner] > 1:
                     self.double_admitted.add(f"trainjob {owner}: two JobSets at once")
-            elif event.type == "DELETED":
+            elif change == "DELETED":
                 self.jobsets[owner] -= 1
 
-    def _workload(self, event: StoredEvent) -> None:
-        name = str(event.obj["metadata"]["name"])
-        owner = owner_name(event.obj)
+    def _workload(self, change: str, obj: dict[str, Any]) -> None:
+        name = str(obj["metadata"]["name"])
+        owner = owner_name(obj)
         if owner is not None:
             self.workload_of[owner] = name
         # A finished Workload keeps its admission (as Kueue's do) but no longer holds quota.
-        now = None if event.type == "DELETED" or finished(event.obj) else admitted_cpu(event.obj)
+        now = None if change == "DELETED" or finished(obj) else admitted_cpu(obj)
         before = self.holding.get(name)
         if now is not None and before is None:
             self.admissions += 1
@@ -87,11 +91,11 @@ class Audit:
         if now is not None:
             self.holding[name] = now
             self.usage[now[0]] += now[1]
-        if event.type != "DELETED" and finished(event.obj):
+        if change != "DELETED" and finished(obj):
             self.finished.add(name)
-        conditions = (event.obj.get("status") or {}).get("conditions") or []
+        conditions = (obj.get("status") or {}).get("conditions") or []
         self.last_state[name] = (
-            event.type + " " + ", ".join(f"{c.get('type')}={c.get('status')}({c.get('reason')})" for c in conditions)
+            change + " " + ", ".join(f"{c.get('type')}={c.get('status')}({c.get('reason')})" for c in conditions)
         )
         if any(used > self.limit_milli for used in self.usage.values()) or sum(self.usage.values()) > self.cohort_milli:
             self.quota_violations += 1
