@@ -222,7 +222,20 @@ async def test_a_reason_whose_numbers_alone_change_is_refreshed_slowly_and_witho
         await client.patch(
             "TrainJob",
             "small",
-            {"status": {"conditions": [{"type": "Complete", "status": "True", "reason": "Done", "message": "done"}]}},
+            {
+                "status": {
+                    "conditions": [
+                        # lastTransitionTime: Trainer's CRD requires it (metav1.Condition), as the API server holds it
+                        {
+                            "type": "Complete",
+                            "status": "True",
+                            "reason": "Done",
+                            "message": "done",
+                            "lastTransitionTime": "2026-01-01T00:00:00Z",
+                        }
+                    ]
+                }
+            },
             NS,
             status=True,
         )

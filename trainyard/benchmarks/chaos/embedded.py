@@ -71,7 +71,13 @@ class JobSetFinisher:
         if current["metadata"].get("uid") != uid:
             return
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        condition = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "lastTransitionTime": stamp}
+        condition = {
+            "type": "Completed",
+            "status": "True",
+            "reason": "AllJobsCompleted",
+            "message": "jobset completed successfully",  # JobSet's CRD requires it, as the JobSet controller writes it
+            "lastTransitionTime": stamp,
+        }
         store.patch(rtype, namespace, name, MERGE_PATCH, {"status": {"conditions": [condition]}}, status=True)
 
     async def stop(self) -> None:
