@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .field_sets import MISSING, Path, Schema, fields_of, from_fields_v1, to_fields_v1, value_at
+from .field_sets import MISSING, Path, Schema, children, fields_of, from_fields_v1, to_fields_v1, value_at
 from .kinds import ResourceType
 from .records import timestamp
 from .schemas import kind_schema
@@ -110,15 +110,41 @@ def tracked_fields(rtype: ResourceType, obj: Any, subresource: str = "") -> set[
 
 def changed_paths(schema: Schema, paths: set[Path], before: Any, after: Any) -> set[Path]:
     """The paths among ``paths`` whose value differs between ``before`` and ``after``
-    (an object's presence for a path holding an object: its fields are paths of their own)."""
-    changed = set()
-    for path in paths:
-        old, new = value_at(before, schema, path), value_at(after, schema, path)
-        if isinstance(old, dict) and isinstance(new, dict) and old and new:
-            continue
-        if old is MISSING or new is MISSING or old != new:
-            changed.add(path)
+    (an object's presence for a path holding an object: its fields are paths of their own).
+
+    One walk of ``after`` beside ``before``, skipping every part the two hold alike."""
+    changed: set[Path] = set()
+    seen: set[Path] = set()
+    _walk_changes(before, after, schema, (), paths, changed, seen)
+    # not walked: inside a part held alike (unchanged), or no longer in ``after`` (changed)
+    changed.update(path for path in paths - seen if value_at(after, schema, path) is MISSING)
     return changed
+
+
+def _walk_changes(
+    old: Any, new: Any, schema: Schema, path: Path, paths: set[Path], changed: set[Path], seen: set[Path]
+) -> None:
+    if path in paths:
+        seen.add(path)
+        both_objects = isinstance(old, dict) and isinstance(new, dict) and old and new
+        if not both_objects and (old is MISSING or old != new):
+            changed.add(path)
+    if old is not MISSING and old == new:
+        return
+    before = {element: child for element, child, _ in children(old, schema)} if old is not MISSING else {}
+    for element, child, child_schema in children(new, schema):
+        _walk_changes(before.get(element, MISSING), child, child_schema, (*path, element), paths, changed, seen)
+
+
+def _differing(obj: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of ``obj`` (top-level fields, and metadata's) that ``other`` does not hold alike:
+    the only ones a write can take or remove fields in, so the rest need not be walked."""
+    part = {key: value for key, value in obj.items() if key != "metadata" and other.get(key) != value}
+    metadata, others = obj.get("metadata") or {}, other.get("metadata") or {}
+    part["metadata"] = {
+        key: value for key, value in metadata.items() if key != "managedFields" and others.get(key) != value
+    }
+    return part
 
 
 def record_create(rtype: ResourceType, obj: dict[str, Any], manager: str | None) -> None:
@@ -144,8 +170,9 @@ def record_update(
         return
     entries = read_entries(new)
     schema = kind_schema(rtype)
-    before, after = tracked_fields(rtype, old, subresource), tracked_fields(rtype, new, subresource)
-    taken = changed_paths(schema, after, old, new)
+    old_part, new_part = _differing(old, new), _differing(new, old)
+    before, after = tracked_fields(rtype, old_part, subresource), tracked_fields(rtype, new_part, subresource)
+    taken = changed_paths(schema, after, old_part, new_part)
     removed = before - after
     mine = next((e for e in entries if e.is_for(manager, UPDATE, subresource)), None)
     if taken and mine is None:
