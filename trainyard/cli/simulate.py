@@ -75,6 +75,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=3600.0, help="--backend kwok: seconds to wait for the jobs (default 3600)"
     )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="--backend sandbox: on real Kubernetes components (make cluster-tools) instead of the embedded "
+        "API server; metrics beside the simulator's (wall clock, --speedup N)",
+    )
+    parser.add_argument(
+        "--binaries", type=Path, metavar="DIR", help="--backend sandbox --real: where the component binaries are"
+    )
 
 
 def _configure_comparisons(parser: argparse.ArgumentParser) -> None:
@@ -110,6 +119,12 @@ def run(args: argparse.Namespace) -> int:
 
         args.trace = BUNDLED_OPENB_DIR
 
+    if args.backend == "sandbox" and args.real:
+        from trainyard.cli import simulate_real
+
+        return simulate_real.run(args)
+    if args.real or args.binaries is not None:
+        raise UserError("--real and --binaries apply to --backend sandbox")
     if args.backend == "sandbox":
         from trainyard.cli import simulate_sandbox
 
@@ -147,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.speedup <= 0:
         raise UserError(f"--speedup: must be greater than 0, got {args.speedup:g}")
     if args.backend != "kwok" and args.speedup != 1.0:
-        raise UserError("--speedup applies to --backend kwok (a simulation runs in virtual time already)")
+        raise UserError("--speedup applies to --backend kwok and sandbox (a simulation runs in virtual time already)")
     if args.backend == "kwok":
         return _run_on_kwok(args, scenarios[0])
     results = [_simulate(args, scenario) for scenario in scenarios]
