@@ -15,6 +15,15 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def rate_at(curve: list[list[float]], arrived: float) -> float | None:
+    """The fragmentation rate at the first sample where arrived demand reached ``arrived``
+    (the last sample when it never did; None without samples)."""
+    for share, rate in curve:
+        if share >= arrived:
+            return rate
+    return curve[-1][1] if curve else None
+
+
 def saturation_table(report: dict[str, Any]) -> Table:
     table = Table(
         title=f"saturation replay of {Path(report['trace']).name}: {report['pods']:,} pods in creation order, "
@@ -26,13 +35,13 @@ def saturation_table(report: dict[str, Any]) -> Table:
     for column in ("refused at", "GPUs then", "alloc. then", "alloc. at 100%", "alloc. at end", "free GPUs"):
         table.add_column(column, justify="right", min_width=6)
     table.add_column("stranded", justify="right", no_wrap=True)
-    table.add_column("frag.", justify="right", no_wrap=True)
+    table.add_column("frag. at 90%", justify="right")
     table.caption = (
         "refused at: arrived GPU demand (share of the cluster's GPUs) when the first pod was refused; GPUs then: "
         "GPUs allocated then; alloc.: GPUs allocated (share) then, when demand reached 100%, at the end; free GPUs: "
-        "unallocated at the end; stranded: free GPUs on nodes no refused GPU pod fits / all free GPUs; frag.: "
-        "fragmentation rate at the end (expected fragmented / unallocated GPU capacity, against the trace's pod "
-        "shapes); refused pods: below"
+        "unallocated at the end; stranded: free GPUs on nodes no refused GPU pod fits / all free GPUs; frag. at 90%: "
+        "fragmentation rate when arrived demand reached 90% (expected fragmented / unallocated GPU capacity, "
+        "against the trace's pod shapes); refused pods: below"
     )
     for row in report["policies"]:
         refusal = row["first_refusal"]
@@ -47,7 +56,7 @@ def saturation_table(report: dict[str, Any]) -> Table:
             _percent(row["allocation_ratio"]),
             f"{row['unallocated_gpus']:,.0f}",
             f"{fragmentation['stranded_gpus']:,.0f}/{fragmentation['free_gpus']:,.0f}",
-            _percent(rates[-1][1]) if rates else "-",
+            _percent(rate_at(rates, 0.9)),
         )
     return table
 

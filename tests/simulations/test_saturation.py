@@ -11,7 +11,7 @@ from rich.console import Console
 from simulations.report import render_table
 from simulations.saturation import POLICIES, run_saturation
 from simulations.saturation_paper import paper_rows
-from simulations.saturation_report import saturation_table, write_saturation_plot
+from simulations.saturation_report import rate_at, saturation_table, write_saturation_plot
 from simulations.scenarios import BUILTIN, build, with_trace
 from simulations.simulator import Simulation
 from simulations.traces import BUNDLED_OPENB_DIR
@@ -232,6 +232,10 @@ def test_the_fragmentation_rate_is_reported_along_the_arrival_of_demand(tmp_path
     # random leaves every free GPU where no 8-GPU pod fits; first-fit leaves none free at all
     assert rows["random"]["fragmentation_curve"][-1][1] > 0.1
     assert rows["first-fit"]["fragmentation_curve"][-1][1] == 0.0
+    curve = rows["random"]["fragmentation_curve"]
+    assert rate_at(curve, 0.9) == next(rate for arrived, rate in curve if arrived >= 0.9)
+    assert rate_at(curve, 5.0) == curve[-1][1]
+    assert rate_at([], 0.9) is None
 
 
 def test_the_paper_table_sets_fgd_beside_the_papers_figures_for_the_full_trace_in_sharing_mode() -> None:
