@@ -89,16 +89,26 @@ async def _finish_jobsets(admin: Any, rng: random.Random) -> None:
 
     seen: set[str] = set()
     tasks: set[asyncio.Task[None]] = set()
+
+    def started(obj: dict[str, Any]) -> None:
+        uid = obj["metadata"]["uid"]
+        if uid not in seen:
+            seen.add(uid)
+            task = asyncio.create_task(complete(obj["metadata"]["name"], uid))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
     try:
-        while True:
+        while True:  # list, then watch from the list's revision; again after any refusal
             with contextlib.suppress(KubeApiError, OSError, TimeoutError):
                 listed = await admin.list("JobSet", NAMESPACE)
-                fresh = [o for o in listed.items if o["metadata"]["uid"] not in seen]
-                for obj in fresh:
-                    seen.add(obj["metadata"]["uid"])
-                    task = asyncio.create_task(complete(obj["metadata"]["name"], obj["metadata"]["uid"]))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
+                for obj in listed.items:
+                    started(obj)
+                async for event in admin.watch(
+                    "JobSet", NAMESPACE, resource_version=listed.resource_version, timeout_seconds=300
+                ):
+                    if event.type == "ADDED":
+                        started(event.object)
             await asyncio.sleep(0.2)
     finally:
         for task in list(tasks):
