@@ -5,8 +5,9 @@ dropped field a ``unknown field "..."`` warning, fieldValidation's default ``War
 defaulted. ``validate`` is the registry strategy's check: ``metadata.name`` and the labels for
 every kind, then, for a custom resource, its schema (``schema_validation``), refused with 422
 ``Invalid`` naming each field. The CRDs are trainyard's copies (manifests/crds); where a copy
-carries CEL rules (``x-kubernetes-validations``), the rules themselves are not evaluated, but a
-refusal for a blocking error says, as the real server does, that some rules were not checked.
+(or its module's CRD) carries CEL rules (``x-kubernetes-validations``), the rules themselves are not
+evaluated, but a refusal for a blocking error says, as the real server does, that some rules were
+not checked.
 """
 
 from __future__ import annotations
@@ -26,6 +27,24 @@ from .schema_validation import has_rules, validate
 from .schemas import kind_schema
 
 Schema = dict[str, Any]
+# The kinds whose CRDs (Kueue v0.17, Trainer v2.3, JobSet v0.11.1) carry CEL rules: trainyard's copies
+# carry none (manifests/crds keeps to what Kubernetes 1.27 serves), and the rules are not evaluated
+# here, but a refusal of such a kind for a blocking error says that they were not checked, as
+# kube-apiserver says it (tests/real/test_differential.py holds this set to the modules' CRDs).
+KINDS_WITH_CEL_RULES = frozenset(
+    {
+        ("kueue.x-k8s.io", "ClusterQueue"),
+        ("kueue.x-k8s.io", "Cohort"),
+        ("kueue.x-k8s.io", "LocalQueue"),
+        ("kueue.x-k8s.io", "ResourceFlavor"),
+        ("kueue.x-k8s.io", "Topology"),
+        ("kueue.x-k8s.io", "Workload"),
+        ("trainer.kubeflow.org", "TrainJob"),
+        ("trainer.kubeflow.org", "TrainingRuntime"),
+        ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
+        ("jobset.x-k8s.io", "JobSet"),
+    }
+)
 RULES_NOT_CHECKED = (
     "some validation rules were not checked because the object was invalid; "
     "correct the existing errors to complete validation"
@@ -63,7 +82,8 @@ def custom_schema(rtype: ResourceType) -> CustomResourceSchema | None:
         return None
     schema = kind_schema(rtype)
     body = {**schema, "properties": {k: v for k, v in schema["properties"].items() if k != "metadata"}}
-    return CustomResourceSchema(schema, body, has_rules(crd.schema))
+    rules = has_rules(crd.schema) or (rtype.group, rtype.kind) in KINDS_WITH_CEL_RULES
+    return CustomResourceSchema(schema, body, rules)
 
 
 def prepare(
