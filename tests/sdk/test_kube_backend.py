@@ -131,7 +131,12 @@ async def test_train_submits_build_trainjobs_manifest_with_the_queue(client: Tra
     stored = await kube.get("TrainJob", name, "default")
     assert stored["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "team-a"}
     expected = build_trainjob(name, "torch-distributed", "torch", trainer, script_path=Path("/x"))
-    assert stored["spec"]["runtimeRef"] == {"name": "torch-distributed"}
+    # apiGroup and kind are the defaults Trainer's CRD fills in, as the API server stores it
+    assert stored["spec"]["runtimeRef"] == {
+        "name": "torch-distributed",
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+    }
     assert stored["spec"]["trainer"]["numNodes"] == 2
     assert stored["spec"]["trainer"]["resourcesPerNode"] == expected["spec"]["trainer"]["resourcesPerNode"]
     command = stored["spec"]["trainer"]["command"]
@@ -149,7 +154,14 @@ async def test_builtin_trainer_submits_torchtune_overrides(client: TrainerClient
     )
     stored = await kube.get("TrainJob", name, "default")
     expected = build_trainjob(name, "torchtune-llama3.2-1b", "torchtune", BuiltinTrainer(config), initializer)
-    assert stored["spec"] == expected["spec"]
+    # what Trainer's CRD defaults, as the API server stores it
+    defaults = {"managedBy": "trainer.kubeflow.org/trainjob-controller", "suspend": False}
+    runtime_ref = {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+        **expected["spec"]["runtimeRef"],
+    }
+    assert stored["spec"] == {**defaults, **expected["spec"], "runtimeRef": runtime_ref}
     assert stored["spec"]["trainer"]["args"][:2] == ["dtype=bf16", "epochs=2"]
     with pytest.raises(ValueError, match="needs a torchtune runtime"):
         await call(client.train, runtime="torch-distributed", trainer=BuiltinTrainer(config))
