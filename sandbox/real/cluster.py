@@ -29,11 +29,15 @@ from . import commands
 from .binaries import ClusterTools
 from .loopback import http_ok, webhook_to_url
 from .pki import ClusterCredentials
-from .processes import ComponentProcess, free_port, wait_until
+from .processes import ComponentFailed, ComponentProcess, free_port, wait_until
 from .rest import RestClient
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 POD_GROUP_CRDS = MANIFESTS / "crds" / "scheduling"
+KUEUE_NAMESPACE = "kueue-system"
+# Kueue v0.17 reads its metrics server's certificate from this fixed path whenever its own
+# certificate management is off (cmd/kueue/main.go), even with the metrics server disabled.
+KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 # Components that answer /healthz on a port of their own, and the scheme they answer it in.
 _PROBED = {"kube-controller-manager": "https", "kube-scheduler": "https", "kwok": "http"}
 
@@ -47,6 +51,10 @@ class RealClusterSettings:
     scheduler: bool = True
     kwok: bool = True
     jobset: bool = True
+    # Kueue v0.17 as the cluster's admission controller (trainyard beside it as an AdmissionCheck
+    # controller, or its decisions held to the engine's), managing these job frameworks.
+    kueue: bool = False
+    kueue_frameworks: tuple[str, ...] = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
     # How long kube-controller-manager waits for a silent node before marking it NotReady
     # (the default 40 s makes a node-failure test slow for nothing).
     node_monitor_grace_seconds: int = 10
@@ -151,6 +159,8 @@ class RealCluster:
             self._spawn_probed("kwok", lambda port: commands.kwok(tools.binary("kwok"), self.kubeconfig("kwok"), port))
         if settings.jobset:
             self.start_webhooked_controller("jobset", "config.jobset.x-k8s.io/v1alpha1", {})
+        if settings.kueue:
+            self._start_kueue()
         for name, port in self._health_ports.items():
             self._wait_healthy(name, f"{_PROBED[name]}://127.0.0.1:{port}/healthz")
 
@@ -203,7 +213,22 @@ class RealCluster:
         self._admin = RestClient(self.url, admin_token, self.credentials.ca_pem)
         wait_until(lambda: http_ok(f"{self.url}/readyz"), timeout=120, what="kube-apiserver", watch=[process])
 
-    def start_webhooked_controller(self, name: str, config_api_version: str, extra_config: dict[str, object]) -> None:
+    def _start_kueue(self) -> None:
+        self.admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}})
+        _kueue_metrics_certificate(self)
+        config = {
+            "namespace": KUEUE_NAMESPACE,
+            "manageJobsWithoutQueueName": False,
+            "integrations": {"frameworks": list(self.settings.kueue_frameworks)},
+        }
+        # Kueue's on-demand visibility server writes certificates into /visibility: not on a machine
+        # of processes (trainyard serves the visibility API in its own mode)
+        gates = "--feature-gates=VisibilityOnDemand=false"
+        self.start_webhooked_controller("kueue", "config.kueue.x-k8s.io/v1beta2", config, [gates])
+
+    def start_webhooked_controller(
+        self, name: str, config_api_version: str, extra_config: dict[str, object], extra_args: list[str] | None = None
+    ) -> None:
         """Start a controller-runtime manager that serves its own webhooks (JobSet, Kueue), then register them.
 
         It gets a configuration file for loopback and the cluster CA's certificate for 127.0.0.1;
@@ -217,7 +242,10 @@ class RealCluster:
         )
         config_file = self.workdir / f"{name}-config.yaml"
         config_file.write_text(yaml.safe_dump(config))
-        command = commands.controller_runtime_manager(self.tools.binary(name), self.kubeconfig(name), config_file)
+        command = [
+            *commands.controller_runtime_manager(self.tools.binary(name), self.kubeconfig(name), config_file),
+            *(extra_args or ()),
+        ]
         process = self._spawn(name, command)
         ready = f"http://127.0.0.1:{health_port}/readyz"
         wait_until(lambda: http_ok(ready), timeout=120, what=name, watch=[process])
@@ -248,3 +276,16 @@ class RealCluster:
         crd = self.admin.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
         conditions = (crd.get("status") or {}).get("conditions") or ()
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _kueue_metrics_certificate(cluster: RealCluster) -> None:
+    """A certificate where Kueue insists on reading one (left in place for later clusters)."""
+    if (KUEUE_METRICS_CERTS / "tls.crt").is_file() and (KUEUE_METRICS_CERTS / "tls.key").is_file():
+        return
+    try:
+        cluster.loopback_certificate(KUEUE_METRICS_CERTS)
+    except OSError as error:
+        raise ComponentFailed(
+            f"Kueue v0.17 reads a certificate from {KUEUE_METRICS_CERTS} (a fixed path in cmd/kueue/main.go) "
+            f"and it cannot be written here ({error}); create it as root, or run without Kueue"
+        ) from None
