@@ -33,6 +33,8 @@ class ResourceType:
     unconditional_update: bool | None = None  # None: as the kind's origin (built-ins yes, custom no)
     # a delete answers with the object instead of a Status (the registry's ReturnDeletedObject)
     returns_deleted: bool = False
+    # kube-apiserver serves its watches from a watch cache (every kind but Events, by default)
+    watch_cache: bool = True
 
     @property
     def allows_unconditional_update(self) -> bool:
@@ -62,6 +64,7 @@ def _core(
     field_selectors: tuple[str, ...] = (),
     generation: bool = False,
     returns_deleted: bool = False,
+    watch_cache: bool = True,
 ) -> ResourceType:
     return ResourceType(
         "",
@@ -75,6 +78,7 @@ def _core(
         field_selectors=field_selectors,
         generation=generation,
         returns_deleted=returns_deleted,
+        watch_cache=watch_cache,
     )
 
 
@@ -98,6 +102,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         "events",
         True,
         status_subresource=False,
+        watch_cache=False,
         field_selectors=(
             "involvedObject.kind",
             "involvedObject.namespace",
@@ -163,6 +168,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(KUEUE, "v1beta2", "Workload", "workloads", True),
     ResourceType(KUEUE, "v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", False, status_subresource=False),
     ResourceType(KUEUE, "v1beta2", "Topology", "topologies", False, status_subresource=False),
+    ResourceType(KUEUE, "v1beta2", "AdmissionCheck", "admissionchecks", False),
     ResourceType(TRAINER, "v1alpha1", "TrainJob", "trainjobs", True),
     ResourceType(TRAINER, "v1alpha1", "TrainingRuntime", "trainingruntimes", True, status_subresource=False),
     ResourceType(

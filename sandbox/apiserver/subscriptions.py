@@ -54,6 +54,8 @@ class WatchSubscriptions(ABC):
             except ValueError:
                 raise ApiError.bad_request(f"invalid resourceVersion {resource_version!r}") from None
             if since < self.compacted_through:
+                if not rtype.watch_cache:  # read from etcd, which answers in its own words
+                    raise ApiError(410, "The resourceVersion for the provided watch is too old.", reason="Expired")
                 raise ApiError.expired(since, self.compacted_through + 1)
             backlog = [
                 event

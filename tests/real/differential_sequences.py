@@ -13,6 +13,7 @@ from typing import Any
 from differential import COMPACT, Sequence, Step
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
+EV = "/api/v1/namespaces/{ns}/events"
 WL = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
 CQ = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
 MERGE = "application/merge-patch+json"
@@ -143,14 +144,32 @@ WATCHES = Sequence(
         Step("update-a", "PATCH", f"{CM}/watched-a", {"data": {"x": "2"}}, MERGE),
         Step("watch-from-rv", "GET", f"{CM}?watch=true&resourceVersion={{rv:create-a}}", watch_events=2),
         Step("compact", COMPACT, ""),
-        Step("watch-expired", "GET", f"{CM}?watch=true&resourceVersion=1", watch_events=1),
+        # Events: kube-apiserver keeps no watch cache of them, so a watch or a paged list reads etcd,
+        # whose compaction expires them at once (a cached kind expires once the cache's window moves on)
+        Step("watch-expired", "GET", f"{EV}?watch=true&resourceVersion={{rv:event}}", watch_events=1),
         Step(
             "list-expired-continue",
             "GET",
-            f"{CM}?limit=1&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJ4In0",
+            f"{EV}?limit=1&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJ4In0",
         ),
     ),
-    setup=(Step("create-a", "POST", CM, _configmap("watched-a", {"x": "0"})),),
+    setup=(
+        Step("create-a", "POST", CM, _configmap("watched-a", {"x": "0"})),
+        Step(
+            "event",
+            "POST",
+            EV,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": "seen"},
+                "involvedObject": {"kind": "ConfigMap", "name": "watched-a", "namespace": "{ns}"},
+                "reason": "Made",
+                "message": "made",
+                "type": "Normal",
+            },
+        ),
+    ),
 )
 
 CRD_SCHEMA = Sequence(

@@ -48,6 +48,11 @@ class RawClient:
             warnings = [_warning_text(w) for w in response.headers.getall("Warning", [])]
             return Answer(response.status, json.loads(text) if text else None, warnings)
 
+    async def send_stream(self, method: str, path: str) -> list[Any]:
+        """A watch's events, read until the stream ends (give it a timeoutSeconds)."""
+        async with self.session.request(method, self.url + path, headers=self.headers) as response:
+            return [json.loads(line) for line in (await response.text()).splitlines() if line.strip()]
+
 
 def _warning_text(header: str) -> str:
     """``299 - "text"`` (quotes and backslashes escaped) back to the text."""

@@ -168,3 +168,25 @@ async def test_continue_tokens_are_unpadded_and_an_expired_one_carries_its_conti
     assert [item["metadata"]["name"] for item in onward.body["items"]] == ["c1", "c2"]
     assert too_large.status == 504
     assert too_large.body["message"].startswith("Timeout: Too large resource version: 99999, current: ")
+
+
+async def test_an_expired_watch_says_so_as_the_watch_cache_or_etcd_would(fake_api: FakeApi) -> None:
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "e"},
+        "involvedObject": {"kind": "ConfigMap", "name": "c", "namespace": "default"},
+        "reason": "Made",
+    }
+    async with raw(fake_api) as api:
+        made_event = await api.send("POST", "/api/v1/namespaces/default/events", event)
+        made_map = await api.send("POST", CM, config_map("c"))
+        fake_api.store.compact()
+        events = "/api/v1/namespaces/default/events?watch=true&timeoutSeconds=1&resourceVersion="
+        maps = f"{CM}?watch=true&timeoutSeconds=1&resourceVersion="
+        from_etcd = await api.send_stream("GET", events + made_event.body["metadata"]["resourceVersion"])
+        from_cache = await api.send_stream("GET", maps + made_map.body["metadata"]["resourceVersion"])
+    # Events have no watch cache on the real server: etcd's words; every other kind: the cache's
+    assert from_etcd[0]["object"]["message"] == "The resourceVersion for the provided watch is too old."
+    assert from_cache[0]["object"]["message"].startswith("too old resource version: ")
+    assert {from_etcd[0]["type"], from_cache[0]["object"]["code"]} == {"ERROR", 410}
