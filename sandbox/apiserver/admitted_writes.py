@@ -33,6 +33,28 @@ def warning_headers(warnings: list[str]) -> MultiDict[str]:
     return headers
 
 
+async def _create_admitted(
+    store: Store, admission: Admission, target: Target, body: Any, *, dry_run: bool, manager: str | None
+) -> tuple[int, dict[str, Any], list[str]]:
+    rtype, namespace = target.rtype, target.namespace
+    warnings: list[str] = []
+    obj = clone(dict(body))
+    prepare(rtype, obj, warnings)
+    admitted = await admission.admit(
+        "CREATE",
+        rtype,
+        namespace,
+        None,
+        obj,
+        None,
+        dry_run=dry_run,
+        check=lambda candidate: store.creatable(rtype, namespace, candidate),
+    )
+    assert admitted.obj is not None
+    created = store.create(rtype, namespace, admitted.obj, dry_run=dry_run, manager=manager)
+    return 201, created, warnings + admitted.warnings
+
+
 async def write_admitted(
     store: Store,
     admission: Admission,
@@ -53,21 +75,7 @@ async def write_admitted(
     status = target.subresource == "status"
     warnings: list[str] = []
     if verb == "create":
-        obj = clone(dict(body))
-        prepare(rtype, obj, warnings)
-        admitted = await admission.admit(
-            "CREATE",
-            rtype,
-            namespace,
-            None,
-            obj,
-            None,
-            dry_run=dry_run,
-            check=lambda candidate: store.creatable(rtype, namespace, candidate),
-        )
-        assert admitted.obj is not None
-        created = store.create(rtype, namespace, admitted.obj, dry_run=dry_run, manager=manager)
-        return 201, created, warnings + admitted.warnings
+        return await _create_admitted(store, admission, target, body, dry_run=dry_run, manager=manager)
     for attempt in range(PATCH_RETRIES):
         old = store.get(rtype, namespace, str(name))
         if verb == "update":

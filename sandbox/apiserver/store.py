@@ -247,31 +247,7 @@ class Store(GarbageCollection, WatchSubscriptions):
             raise missing_resource_version(rtype, name)
         if given_version and str(given_version) != stored["metadata"]["resourceVersion"]:
             raise ApiError.conflict(rtype.plural, name, rtype.group)
-        if status:
-            # The status subresource changes status and nothing else: the stored snapshot's other
-            # parts are shared, its metadata copied (the commit stamps a new resourceVersion on it).
-            updated = dict(stored)
-            updated["metadata"] = dict(stored["metadata"])
-            if "status" in obj:
-                updated["status"] = obj["status"]
-            else:
-                updated.pop("status", None)
-        else:
-            updated = obj
-            kept = stored["metadata"]
-            for immutable in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "name", "namespace"):
-                if immutable in kept:
-                    metadata[immutable] = kept[immutable]
-                else:
-                    metadata.pop(immutable, None)
-            if rtype.status_subresource:
-                # The main resource ignores status, as with the status subresource enabled.
-                if "status" in stored:
-                    updated["status"] = stored["status"]  # shared: snapshots are never changed
-                else:
-                    updated.pop("status", None)
-            if rtype.generation and _spec_part(updated) != _spec_part(stored):
-                metadata["generation"] = int(kept.get("generation", 1)) + 1
+        updated = _status_written(stored, obj) if status else _main_written(rtype, stored, obj)
         prepare_for_update(rtype, updated, stored)
         validate_object(rtype, updated)
         record_update(rtype, stored, updated, manager, "status" if status else "")
@@ -390,3 +366,34 @@ class Store(GarbageCollection, WatchSubscriptions):
             if (namespace or "", name) not in self._bucket(rtype):
                 return name
         raise ApiError.already_exists(rtype.plural, prefix, rtype.group)
+
+
+def _status_written(stored: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    """The status subresource changes status and nothing else: the stored snapshot's other parts
+    are shared, its metadata copied (the commit stamps a new resourceVersion on it)."""
+    updated = dict(stored)
+    updated["metadata"] = dict(stored["metadata"])
+    if "status" in obj:
+        updated["status"] = obj["status"]
+    else:
+        updated.pop("status", None)
+    return updated
+
+
+def _main_written(rtype: ResourceType, stored: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    """An update of the main resource: the server keeps identity and, with a status subresource,
+    the stored status; the generation moves when the spec does."""
+    metadata, kept = obj["metadata"], stored["metadata"]
+    for immutable in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "name", "namespace"):
+        if immutable in kept:
+            metadata[immutable] = kept[immutable]
+        else:
+            metadata.pop(immutable, None)
+    if rtype.status_subresource:
+        if "status" in stored:
+            obj["status"] = stored["status"]  # shared: snapshots are never changed
+        else:
+            obj.pop("status", None)
+    if rtype.generation and _spec_part(obj) != _spec_part(stored):
+        metadata["generation"] = int(kept.get("generation", 1)) + 1
+    return obj

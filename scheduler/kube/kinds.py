@@ -73,6 +73,7 @@ KINDS: dict[str, KubeKind] = {
         KubeKind(KUEUE, "Workload", "workloads", True),
         KubeKind(KUEUE, "WorkloadPriorityClass", "workloadpriorityclasses", False),
         KubeKind(KUEUE, "Topology", "topologies", False),
+        KubeKind(KUEUE, "AdmissionCheck", "admissionchecks", False),
         KubeKind(TRAINER, "TrainJob", "trainjobs", True),
         KubeKind(TRAINER, "TrainingRuntime", "trainingruntimes", True),
         KubeKind(TRAINER, "ClusterTrainingRuntime", "clustertrainingruntimes", False),

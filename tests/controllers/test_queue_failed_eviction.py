@@ -23,6 +23,7 @@ from queue_support import (
     GPU,
     KUEUE,
     NS,
+    PRIORITIES,
     CommittedUsage,
     Reader,
     cluster_queue_doc,
@@ -105,8 +106,8 @@ def gang(name: str, queue: str, hosts: int, priority: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": NS},
         "spec": {
             "queueName": queue,
-            "priorityClassName": priority,
-            "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": priority},
+            "priority": dict(PRIORITIES)[priority],
             "podSets": [
                 {
                     "name": "node",

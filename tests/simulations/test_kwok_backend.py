@@ -83,7 +83,13 @@ class StandIn:
                 },
                 "spec": {
                     "queueName": "default",
-                    "podSets": [{"name": "node", "count": trainjob["spec"]["trainer"]["numNodes"]}],
+                    "podSets": [
+                        {
+                            "name": "node",
+                            "count": trainjob["spec"]["trainer"]["numNodes"],
+                            "template": {"spec": {"containers": [{"name": "node", "image": "busybox"}]}},
+                        }
+                    ],
                 },
             }
         )
@@ -98,7 +104,9 @@ class StandIn:
     async def stop(self) -> None:
         for task in self.tasks:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        results = await asyncio.gather(*self.tasks, return_exceptions=True)
+        failed = [r for r in results if isinstance(r, Exception) and not isinstance(r, asyncio.CancelledError)]
+        assert not failed, f"the stand-in's writes were refused: {failed}"
 
 
 async def test_kwok_backend_submits_trainjobs_and_collects_metrics(fake_api: FakeApi) -> None:  # noqa: F811

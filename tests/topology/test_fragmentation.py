@@ -115,11 +115,11 @@ def test_the_placers_integer_growth_orders_nodes_as_the_measure_does(
     eligible = np.array(
         [[bool(eligible_bits >> (s * len(nodes) + n) & 1) for n in range(len(nodes))] for s in range(len(shapes))]
     )
-    kinds = {tuple(eligible[:, n]) for n in range(len(nodes))}
+    kinds = {tuple(bool(v) for v in eligible[:, n]) for n in range(len(nodes))}
     kind_of = {kind: k for k, kind in enumerate(sorted(kinds))}
     table = WholeGpuTable(
         [[cores, gpus] for cores, gpus in shapes],
-        [kind_of[tuple(eligible[:, n])] for n in range(len(nodes))],
+        [kind_of[tuple(bool(v) for v in eligible[:, n])] for n in range(len(nodes))],
         [list(kind) for kind in sorted(kinds)],
     )
     free = _free(*nodes)

@@ -50,6 +50,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "the first refusal (FGD, ATC'23)",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
+    _configure_backends(parser)
+
+
+def _configure_backends(parser: argparse.ArgumentParser) -> None:
+    """Where the scenario runs: the simulator, a KWOK cluster, or the sandbox (embedded or real)."""
     parser.add_argument(
         "--backend",
         choices=("sim", "kwok", "sandbox"),
