@@ -156,7 +156,10 @@ class RealCluster:
                 ),
             )
         if settings.kwok:
-            self._spawn_probed("kwok", lambda port: commands.kwok(tools.binary("kwok"), self.kubeconfig("kwok"), port))
+            grace = settings.node_monitor_grace_seconds
+            self._spawn_probed(
+                "kwok", lambda port: commands.kwok(tools.binary("kwok"), self.kubeconfig("kwok"), port, grace)
+            )
         if settings.jobset:
             self.start_webhooked_controller("jobset", "config.jobset.x-k8s.io/v1alpha1", {})
         if settings.kueue:

@@ -13,6 +13,10 @@ from typing import Any
 
 from simulations.kwok import KWOK_NODE_ANNOTATION
 
+# KWOK's own convention (kwokctl's configuration uses it): a node annotated so keeps the status
+# someone else writes (a test reporting it NotReady as a kubelet would), KWOK's stages leave it.
+KWOK_CUSTOM_STATUS_ANNOTATION = ("kwok.x-k8s.io/status", "custom")
+
 # Every request by a service account, at Metadata level: who did which verb on what.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -117,18 +121,25 @@ def kube_scheduler(binary: Path, kubeconfig: Path, port: int) -> list[str]:
     return [str(binary), *_serving(kubeconfig, port)]
 
 
-def kwok(binary: Path, kubeconfig: Path, port: int) -> list[str]:
-    """KWOK manages the annotated Nodes and their Pods by the Stage objects in the cluster."""
+def kwok(binary: Path, kubeconfig: Path, port: int, node_grace_seconds: int) -> list[str]:
+    """KWOK manages the annotated Nodes and their Pods by the Stage objects in the cluster.
+
+    KWOK renews each node's Lease every quarter of the lease's duration; the duration is chosen so
+    that three renewals fit in kube-controller-manager's grace period, as a kubelet's 10 s renewals
+    do in the default 50 s (one renewal per grace period marked healthy nodes NotReady whenever a
+    loaded machine delayed it)."""
+    lease_seconds = max(4, (4 * node_grace_seconds) // 3)
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+        "--disregard-status-with-annotation-selector={}={}".format(*KWOK_CUSTOM_STATUS_ANNOTATION),
         "--enable-crds=Stage",
         f"--server-address=127.0.0.1:{port}",
         "--node-ip=10.0.0.1",
         "--cidr=10.244.0.0/16",
-        "--node-lease-duration-seconds=40",
+        f"--node-lease-duration-seconds={lease_seconds}",
     ]
 
 

@@ -25,6 +25,19 @@ from scheduler.api.kueue import ResourceFlavor, Topology
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NVLINK_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 ROOT = "flavor"
+# Taints the node lifecycle controller and kubelet add and remove with a node's conditions (and
+# kubectl cordon's): a node is expected to lose them again, so "could it ever fit" ignores them.
+CONDITION_TAINT_KEYS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/unschedulable",
+        "node.kubernetes.io/network-unavailable",
+        "node.kubernetes.io/memory-pressure",
+        "node.kubernetes.io/disk-pressure",
+        "node.kubernetes.io/pid-pressure",
+    }
+)
 
 IntArray = npt.NDArray[np.int64]
 
@@ -52,6 +65,13 @@ class NodeInfo:
             usable=node.schedulable,
             values=values,
         )
+
+    def lasting(self) -> NodeInfo:
+        """The node as it will be once ready and uncordoned again: what an empty cluster holds
+        when the webhook asks whether a gang could ever fit (a node that registered a moment ago,
+        or went NotReady, must not make a job "never fit")."""
+        taints = tuple(t for t in self.taints if t.key not in CONDITION_TAINT_KEYS)
+        return NodeInfo(self.name, self.labels, self.allocatable, taints, True, self.values)
 
 
 def _level_value(name: str, labels: dict[str, str], label: str) -> str:

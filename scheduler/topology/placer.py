@@ -189,7 +189,8 @@ class TopologyPlacer:
 
     def _empty_state(self) -> CapacityState:
         if self._empty is None:
-            self._empty = CapacityState(self.index, self._infos, self.flavor.spec.tolerations)
+            lasting = [info.lasting() for info in self._infos]
+            self._empty = CapacityState(self.index, lasting, self.flavor.spec.tolerations)
         return self._empty
 
     def _resolve(self, ps: PodSetRequest) -> PodSetLevels | PlacementFailure:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runtimes.k8s.core import Taint
 from scheduler.api.kueue import Workload
 from scheduler.api.loading import load_kueue_objects
 from scheduler.engine import AdmissionEngine
@@ -55,6 +56,22 @@ def test_never_fits_reason_uses_the_topology_on_an_empty_cluster(loaded) -> None
     reason = engine.never_fits_reason(workloads["too-wide-block"])
     assert reason is not None
     assert "needs 5 pods × 8 nvidia.com/gpu in one network.topology.nvidia.com/block" in reason
+
+
+def test_a_node_not_ready_for_now_still_counts_for_ever_fitting(loaded) -> None:
+    """A node that registered a moment ago (or went NotReady, or is cordoned) carries the node
+    lifecycle controller's taints: the gang waits for it, but is not refused as never fitting."""
+    engine, workloads = loaded
+    nodes = [obj for obj in load_kueue_objects([SAMPLE]).objects if obj.kind == "Node"]
+    for node in nodes:
+        node.status.conditions = [c for c in node.status.conditions if c.type != "Ready"]
+        node.spec.unschedulable = True
+        node.spec.taints = [Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")]
+        engine.apply(node)
+    workload = workloads["allreduce-4x8"]
+    assert engine.never_fits_reason(workload) is None
+    engine.submit(workload, now=0)
+    assert engine.schedule(now=1).admitted == []  # no node can take a pod now
 
 
 def test_finishing_a_gang_gives_its_nodes_back(loaded) -> None:

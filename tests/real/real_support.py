@@ -9,6 +9,7 @@ nodes or queues, so they may run in any order on one cluster.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from builders import ClusterQueueBuilder, LocalQueueBuilder, NodeBuilder, Resour
 
 from sandbox.real.cluster import RealCluster
 from sandbox.real.install import service_account_kubeconfig
-from sandbox.real.rest import RestClient
+from sandbox.real.rest import RestClient, RestError
 from simulations.kwok import KWOK_NODE_ANNOTATION, POD_COMPLETE_DELAY_ANNOTATION
 
 T = TypeVar("T")
@@ -127,7 +128,29 @@ class PoolFactory:
             admin.apply(document)
         made = Pool(admin, name, namespace, nodes, name, name, documents)
         self.made.append(made)
+        if quota >= gpus_per_node:
+            _wait_until_served(admin, namespace, min(len(nodes), quota // gpus_per_node), gpus_per_node)
         return made
+
+
+def _wait_until_served(admin: RestClient, namespace: str, pods: int, gpus: int) -> None:
+    """Until trainyard's webhook has seen the pool: a server-side dry run of a TrainJob as large as
+    the pool passes the webhook's "can it ever fit" check. The webhook judges from its informers'
+    cache, which may trail a just-applied Node or LocalQueue by a moment on a loaded machine."""
+    collection = admin.mapper.resource(TRAINER_API, "TrainJob").collection(namespace)
+    probe = json.dumps(trainjob("probe", namespace, nodes=pods, gpus=gpus)).encode()
+
+    def accepted() -> bool:
+        try:
+            created = admin.request("POST", f"{collection}?dryRun=All", probe)
+        except RestError as error:
+            if "can never be admitted" in str(error):
+                return False
+            raise
+        # queued into the namespace's default LocalQueue, so the fit check ran on the pool
+        return "kueue.x-k8s.io/queue-name" in (created["metadata"].get("labels") or {})
+
+    eventually(accepted, timeout=60, what=f"trainyard's webhook seeing the {namespace} pool")
 
 
 def trainjob(

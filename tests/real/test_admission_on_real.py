@@ -3,12 +3,14 @@
 - kubectl gets trainyard's refusal of a job that can never fit, in the webhook's own words;
 - a higher-priority job preempts a running one: the victim's Workload is Evicted (Preempted),
   its JobSet deleted and its TrainJob suspended, and the preemptor's pods run;
-- a KWOK node that stops answering is marked NotReady by kube-controller-manager, and the gang's
-  pod moves to another node of the same block.
+- a KWOK node whose kubelet reports NotReady is tainted by kube-controller-manager's node
+  lifecycle controller, and the gang's pod moves to another node of the same block.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import subprocess
 from typing import Any
 
@@ -17,8 +19,8 @@ from kubernetes import client as official_client
 from real_support import KUEUE_API, PoolFactory, eventually, trainjob
 
 from sandbox.real.cluster import RealCluster
+from sandbox.real.commands import KWOK_CUSTOM_STATUS_ANNOTATION
 from scheduler.api.topology_assignment import decode_topology_assignment
-from simulations.kwok import KWOK_NODE_ANNOTATION
 
 TRAINER = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
@@ -94,7 +96,7 @@ def test_a_higher_priority_job_preempts_and_the_victim_is_suspended(
     )
 
 
-def test_a_node_that_stops_answering_moves_the_pod_within_its_block(
+def test_a_node_reported_not_ready_moves_the_pod_within_its_block(
     pool: PoolFactory, real_cluster: RealCluster, kube: official_client.ApiClient
 ) -> None:
     one = pool(blocks=2, nodes_per_block=2, gpus_per_node=8)
@@ -116,14 +118,7 @@ def test_a_node_that_stops_answering_moves_the_pod_within_its_block(
         lambda: [p for p in core.list_namespaced_pod(one.namespace).items if p.spec.node_name == node],
         what="its pod bound to the placed node",
     )
-    # KWOK stops managing the node: its Lease is no longer renewed, and kube-controller-manager's
-    # node lifecycle controller marks it NotReady after the grace period.
-    real_cluster.admin.request(
-        "PATCH",
-        f"/api/v1/nodes/{node}",
-        b'{"metadata":{"annotations":{"' + KWOK_NODE_ANNOTATION.encode() + b'":null}}}',
-        "application/merge-patch+json",
-    )
+    _report_not_ready(real_cluster, node)
 
     def moved() -> str | None:
         workload = _workload_of(custom, one.namespace, "steady")
@@ -139,3 +134,23 @@ def test_a_node_that_stops_answering_moves_the_pod_within_its_block(
         timeout=90,
         what="a pod bound on the new node by kube-scheduler",
     )
+
+
+def _report_not_ready(real_cluster: RealCluster, node: str) -> None:
+    """The node's Ready condition turns False as a kubelet reports it (KWOK leaves the status of a
+    node annotated ``kwok.x-k8s.io/status: custom`` to others; its Lease stays renewed)."""
+    key, value = KWOK_CUSTOM_STATUS_ANNOTATION
+    admin = real_cluster.admin
+    annotate = {"metadata": {"annotations": {key: value}}}
+    admin.request("PATCH", f"/api/v1/nodes/{node}", json.dumps(annotate).encode(), "application/merge-patch+json")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ready = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "KubeletNotReady",
+        "message": "container runtime is down (reported by the test)",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    body = json.dumps({"status": {"conditions": [ready]}}).encode()
+    admin.request("PATCH", f"/api/v1/nodes/{node}/status", body, "application/strategic-merge-patch+json")
