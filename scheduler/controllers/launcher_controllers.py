@@ -59,7 +59,12 @@ class LauncherControllers:
 
 
 def build_launcher_controllers(
-    mode: LauncherMode, client: KubeClient, cache: ClusterCache, *, workers: int = 4
+    mode: LauncherMode,
+    client: KubeClient,
+    cache: ClusterCache,
+    *,
+    workers: int = 4,
+    launcher: JobLauncher | None = None,
 ) -> LauncherControllers:
     """The launcher of ``mode`` and the pod ungater, ready for ``ControllerManager.add``::
 
@@ -67,9 +72,10 @@ def build_launcher_controllers(
         for controller, enqueue in built.registrations:
             manager.add(controller, enqueue=enqueue)
 
-    The manager must watch ``launcher_watches(mode)``.
+    The manager must watch ``launcher_watches(mode)``. ``launcher``: a launcher of ``mode`` other
+    than the mode's own (beside Kueue, one that leaves ``spec.suspend`` to Kueue).
     """
-    launcher = _make_launcher(mode)
+    launcher = launcher if launcher is not None else _make_launcher(mode)
     writes = LauncherWrites(client)
     launch = Controller(LauncherReconciler(launcher, cache, writes), workers=workers)
     enqueue: dict[str, KeyMapper] = {"TrainJob": trainjob_key, "Workload": owner_trainjob_keys}

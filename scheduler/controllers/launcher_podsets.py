@@ -8,6 +8,10 @@ annotation, and for a topology-placed pod set the ``kueue.x-k8s.io/topology`` sc
 (the ungater later pins each pod to its node and lifts the gate). trainyard adds its own
 ``trainyard.io/managed`` label so its Pod and JobSet informers select exactly what it manages.
 
+As Kueue does, the ``podSetUpdates`` of the Workload's admission checks are merged in (beside
+Kueue, trainyard's topology check carries its placement there: its pod sets get the topology
+scheduling gate too, for the ungater to pin each pod by rank).
+
 Both launcher modes use this: ``jobset`` writes it into the JobSet it renders, ``trainer`` into
 its ``runtimePatches`` entry.
 """
@@ -18,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.controllers.admission_check_status import PLACEMENT_ANNOTATION
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
@@ -100,8 +105,25 @@ def pod_set_infos(workload: Mapping[str, Any], cache: ClusterCache) -> dict[str,
         if assignment.get("topologyAssignment"):
             info.labels[TAS_LABEL] = "true"
             info.scheduling_gates.append(TOPOLOGY_SCHEDULING_GATE)
+        _merge_check_updates(info, workload)
         infos[name] = info
     return infos
+
+
+def _merge_check_updates(info: PodSetInfo, workload: Mapping[str, Any]) -> None:
+    """Kueue's ``getPodSetsInfoFromStatus``: each admission check's ``podSetUpdates`` for the pod set."""
+    for state in (workload.get("status") or {}).get("admissionChecks") or ():
+        for update in state.get("podSetUpdates") or ():
+            if update.get("name") != info.name:
+                continue
+            info.labels.update({str(k): str(v) for k, v in (update.get("labels") or {}).items()})
+            info.annotations.update({str(k): str(v) for k, v in (update.get("annotations") or {}).items()})
+            info.node_selector.update({str(k): str(v) for k, v in (update.get("nodeSelector") or {}).items()})
+            for toleration in update.get("tolerations") or ():
+                if toleration not in info.tolerations:
+                    info.tolerations.append(dict(toleration))
+    if PLACEMENT_ANNOTATION in info.annotations and TOPOLOGY_SCHEDULING_GATE not in info.scheduling_gates:
+        info.scheduling_gates.append(TOPOLOGY_SCHEDULING_GATE)
 
 
 def merge_into_pod_template(pod_template: dict[str, Any], info: PodSetInfo) -> None:

@@ -2,7 +2,9 @@
 
 ``build_controller_service`` wires the queue controller (TrainJob → Workload, admission), the
 launcher of the chosen mode and the pod ungater on one cache, one set of informers and one
-leader election, as ``trainyard serve`` runs them.
+leader election, as ``trainyard serve`` runs them. Beside Kueue (``--mode admission-check``)
+``admission_check_service`` wires the topology check in the queue controller's place, on the
+same ``leader_elector``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,21 @@ def default_lease_namespace() -> str:
         return DEFAULT_LEASE_NAMESPACE
 
 
+def leader_elector(
+    client: KubeClient,
+    *,
+    leader_elect: bool,
+    lease_namespace: str | None,
+    identity: str | None,
+    settings: LeaseSettings | None,
+) -> LeaderElector | None:
+    """The replicas' election on the controllers' Lease (None: no election, the controllers just run)."""
+    if not leader_elect:
+        return None
+    namespace = lease_namespace or default_lease_namespace()
+    return LeaderElector(client, LEADER_LEASE_NAME, namespace, identity or default_identity(), settings=settings)
+
+
 @dataclass
 class ControllerService:
     manager: ControllerManager
@@ -67,16 +84,8 @@ def build_controller_service(
     informer_settings: InformerSettings | None = None,
     workers: int = 4,
 ) -> ControllerService:
-    leader = (
-        LeaderElector(
-            client,
-            LEADER_LEASE_NAME,
-            lease_namespace or default_lease_namespace(),
-            identity or default_identity(),
-            settings=lease_settings,
-        )
-        if leader_elect
-        else None
+    leader = leader_elector(
+        client, leader_elect=leader_elect, lease_namespace=lease_namespace, identity=identity, settings=lease_settings
     )
     watches = merge_watches(QUEUE_WATCHES, launcher_watches(launcher_mode))
     manager = ControllerManager(client, watches, leader=leader, informer_settings=informer_settings)

@@ -4,7 +4,8 @@ As Kueue's topology ungater (``pkg/controller/tas/topology_ungater.go``): pods o
 topology-placed pod set start with the ``kueue.x-k8s.io/topology`` scheduling gate; this
 reconciler, keyed by Pod "namespace/name", finds the pod's Workload (annotation
 ``kueue.x-k8s.io/workload``) and pod set (label ``kueue.x-k8s.io/podset``), decodes that pod
-set's ``topologyAssignment``, computes the pod's rank
+set's ``topologyAssignment`` (beside Kueue: the placement trainyard's topology check answered
+with, ``admission_check_status``), computes the pod's rank
 
     rank = job index (label ``jobset.sigs.k8s.io/job-index``) × pods per Job
            + completion index (``batch.kubernetes.io/job-completion-index``)
@@ -32,6 +33,7 @@ from typing import Any
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
 from runtimes.k8s.core import Node
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
+from scheduler.controllers.admission_check_status import checked_topology_assignments
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
@@ -89,12 +91,15 @@ def placement_for_pod(pod: Mapping[str, Any], workload: Mapping[str, Any]) -> di
     pod_set_name = ((pod.get("metadata") or {}).get("labels") or {}).get(PODSET_LABEL)
     assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ()
     assignment = next((a for a in assignments if a.get("name") == pod_set_name), None)
-    if assignment is None or not assignment.get("topologyAssignment"):
+    if assignment is None:
+        return None
+    raw = assignment.get("topologyAssignment") or checked_topology_assignments(workload).get(str(pod_set_name))
+    if not raw:
         return None
     pod_set = next(
         (p for p in (workload.get("spec") or {}).get("podSets") or () if p.get("name") == pod_set_name), None
     )
-    decoded = decode_topology_assignment(assignment["topologyAssignment"])
+    decoded = decode_topology_assignment(raw)
     count = assignment.get("count")
     if count is None:
         count = (pod_set or {}).get("count", decoded.pod_count)

@@ -8,7 +8,8 @@ facade's public methods, which answer their queries (``workload(key)``, ``cluste
 ``engine`` is the facade, ``core`` what its parts see of it (the parts never import the facade),
 ``cycle`` one admission cycle, ``flavors``/``flavor_match`` flavor assignment, ``quota`` the
 cohort tree, ``preemption``/``candidates`` victims, ``placement`` the bridge to
-``scheduler.topology``, ``restore``/``restore_placements`` rebuilding from Workload status.
+``scheduler.topology``, ``restore``/``restore_placements`` rebuilding from Workload status, ``topology_check`` the engine as
+Kueue's topology admission check (beside Kueue).
 """
 
 from scheduler.engine.admission_checks import AdmissionCheckRegistry, CheckVerdict, quota_reserved_verdicts
@@ -20,15 +21,23 @@ from scheduler.engine.explain import AdmissionExplanation, explain_admission
 from scheduler.engine.node_failures import ReplacedPlacement
 from scheduler.engine.quota import FlavorResource, QuotaNode
 from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload, PreemptedWorkload
+from scheduler.engine.topology_check import (
+    TOPOLOGY_CHECK_CONTROLLER,
+    CheckPlacement,
+    TopologyCheck,
+    check_inactive_reason,
+)
 from scheduler.engine.views import report, waiting_reason, workload_report, workload_status
 from scheduler.engine.workloads import Admission, WorkloadInfo, WorkloadState
 
 __all__ = [
+    "TOPOLOGY_CHECK_CONTROLLER",
     "Admission",
     "AdmissionCheckRegistry",
     "AdmissionEngine",
     "AdmissionExplanation",
     "AdmittedWorkload",
+    "CheckPlacement",
     "CheckVerdict",
     "ClusterQueueInfo",
     "CycleResult",
@@ -39,9 +48,11 @@ __all__ = [
     "QuotaNode",
     "ReplacedPlacement",
     "RequeuingStrategy",
+    "TopologyCheck",
     "WaitForPodsReady",
     "WorkloadInfo",
     "WorkloadState",
+    "check_inactive_reason",
     "explain_admission",
     "parse_timestamp",
     "quota_reserved_verdicts",

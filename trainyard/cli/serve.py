@@ -2,7 +2,9 @@
 
 ``webhook`` is the admission webhook (HTTPS, AdmissionReview v1); ``controller`` the controllers
 (queue controller, launcher, pod ungater) behind leader election on a Lease, so with several
-replicas exactly one admits while the webhook serves on all. `trainyard serve` without a name
+replicas exactly one admits while the webhook serves on all. ``--mode admission-check`` runs
+trainyard beside Kueue: the topology AdmissionCheck's controller instead of the queue controller,
+and a webhook that leaves the queue-name label to Kueue's. `trainyard serve` without a name
 runs both in one asyncio process; their metrics share the webhook's /metrics.
 
 The webhook's object cache is fed from a directory of YAML (``--objects DIR``) or from a cluster:
@@ -25,6 +27,7 @@ from trainyard.cli.errors import UserError
 
 SERVICES = ("webhook", "controller")
 LAUNCHER_MODES = ("jobset", "trainer")
+MODES = ("standalone", "admission-check")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +45,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _source_flags(parser)
     _visibility_flags(parser)
     _controller_flags(parser)
+    _mode_flags(parser)
     _dashboard_flags(parser)
+
+
+def _mode_flags(parser: argparse.ArgumentParser) -> None:
+    mode = parser.add_argument_group("beside Kueue")
+    mode.add_argument(
+        "--mode",
+        choices=MODES,
+        default="standalone",
+        help="'standalone' (default): trainyard's queue controller admits TrainJobs, Kueue is not installed; "
+        "'admission-check': Kueue admits and trainyard is the controller of its AdmissionChecks of "
+        "controllerName trainyard.io/topology (gang placement on the topology graph; no queue controller)",
+    )
+    mode.add_argument(
+        "--default-queue-label",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write the queue-name label from the namespace's LocalQueue 'default' on TrainJob CREATE "
+        "(default: on standalone, off beside Kueue, whose own webhook writes it)",
+    )
+    mode.add_argument(
+        "--check-retry-seconds",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --mode admission-check: a gang that does not fit now is answered Retry, and Kueue requeues "
+        "it after this many seconds, doubled with each retry up to 300 (default 10)",
+    )
 
 
 def _dashboard_flags(parser: argparse.ArgumentParser) -> None:
@@ -169,7 +200,27 @@ def _controller_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_mode(args: argparse.Namespace) -> None:
+    if args.mode != "admission-check":
+        return
+    if args.launcher != "jobset":
+        raise UserError(
+            "--mode admission-check runs with --launcher jobset: Kueue starts the TrainJob and trainyard builds "
+            "its JobSet with the gated pods the ungater places (drop --launcher trainer)"
+        )
+    if args.wait_for_pods_ready is not None:
+        raise UserError(
+            "--wait-for-pods-ready is the queue controller's; beside Kueue set waitForPodsReady in Kueue's "
+            "configuration instead"
+        )
+    if args.dashboard_port is not None:
+        raise UserError("--dashboard-port shows trainyard's queue controller; beside Kueue it does not run")
+    if not 0 < args.check_retry_seconds <= 300:
+        raise UserError(f"--check-retry-seconds {args.check_retry_seconds:g} must be above 0 and at most 300")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_mode(args)
     if args.dashboard_port is not None and args.service is not None:
         raise UserError("--dashboard-port serves the controllers' queues: use it with `trainyard serve` (no SERVICE)")
     if args.dashboard_port is not None and not 0 <= args.dashboard_port <= 65535:

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
     from prometheus_client import CollectorRegistry
 
+    from scheduler.controllers.admission_check_service import BesideKueueService
     from scheduler.controllers.service import ControllerService
-    from scheduler.kube import InformerGroup
+    from scheduler.kube import InformerGroup, KubeClient
     from webhooks.objects import ObjectCache
 
 
@@ -91,9 +92,10 @@ class ClusterFeed:
 
 
 class Controllers:
-    """The controller service (queue controller, launcher, ungater) on its own API connection."""
+    """The controller service (queue controller, launcher, ungater; beside Kueue the topology
+    check in the queue controller's place) on its own API connection."""
 
-    def __init__(self, api_client: ApiClient, service: ControllerService, source: str) -> None:
+    def __init__(self, api_client: ApiClient, service: ControllerService | BesideKueueService, source: str) -> None:
         self.api_client = api_client
         self.service = service
         self.source = source
@@ -101,8 +103,6 @@ class Controllers:
 
     @classmethod
     async def connect(cls, args: argparse.Namespace, registry: CollectorRegistry) -> Controllers:
-        from scheduler.controllers.service import build_controller_service
-        from scheduler.engine import EngineConfig, WaitForPodsReady
         from scheduler.kube import KubeClient, KubeConfigError, load_api_client, running_in_cluster
 
         if args.kubeconfig is None and not running_in_cluster():
@@ -113,16 +113,7 @@ class Controllers:
             api_client = await load_api_client(args.kubeconfig, context=args.context)
         except KubeConfigError as error:
             raise UserError(str(error)) from None
-        wait = WaitForPodsReady(timeout_seconds=args.wait_for_pods_ready) if args.wait_for_pods_ready else None
-        service = build_controller_service(
-            KubeClient(api_client),
-            launcher_mode=args.launcher,
-            leader_elect=args.leader_elect,
-            lease_namespace=args.lease_namespace,
-            identity=args.identity,
-            config=EngineConfig(wait_for_pods_ready=wait),
-            registry=registry,
-        )
+        service = _build_service(args, KubeClient(api_client), registry)
         source = str(args.kubeconfig) if args.kubeconfig is not None else "the in-cluster service account"
         leader = service.leader
         election = (
@@ -130,7 +121,11 @@ class Controllers:
             if leader is not None
             else "no leader election"
         )
-        print(f"trainyard serve: controllers (launcher {args.launcher}) through {source}, {election}", file=sys.stderr)
+        what = "topology admission check beside Kueue" if args.mode == "admission-check" else "queue controller"
+        print(
+            f"trainyard serve: controllers ({what}, launcher {args.launcher}) through {source}, {election}",
+            file=sys.stderr,
+        )
         return cls(api_client, service, source)
 
     def start(self, stop: asyncio.Event) -> None:
@@ -145,6 +140,36 @@ class Controllers:
         from scheduler.kube import close_api_client
 
         await close_api_client(self.api_client)
+
+
+def _build_service(
+    args: argparse.Namespace, client: KubeClient, registry: CollectorRegistry
+) -> ControllerService | BesideKueueService:
+    """The standalone service, or beside Kueue (``--mode admission-check``) the topology check's."""
+    from scheduler.engine import EngineConfig, WaitForPodsReady
+
+    if args.mode == "admission-check":
+        from scheduler.controllers.admission_check_service import CheckSettings, build_beside_kueue_service
+
+        return build_beside_kueue_service(
+            client,
+            leader_elect=args.leader_elect,
+            lease_namespace=args.lease_namespace,
+            identity=args.identity,
+            settings=CheckSettings(retry_base_seconds=args.check_retry_seconds),
+        )
+    from scheduler.controllers.service import build_controller_service
+
+    wait = WaitForPodsReady(timeout_seconds=args.wait_for_pods_ready) if args.wait_for_pods_ready else None
+    return build_controller_service(
+        client,
+        launcher_mode=args.launcher,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        identity=args.identity,
+        config=EngineConfig(wait_for_pods_ready=wait),
+        registry=registry,
+    )
 
 
 @contextlib.contextmanager

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import ssl
 
     from dashboard import DashboardServer
+    from scheduler.controllers.service import ControllerService
+    from webhooks.handlers import Handler
     from webhooks.objects import ObjectCache
     from webhooks.tls import CertificateReloader
     from webhooks.visibility import VisibilityService
@@ -124,7 +126,16 @@ async def visibility_service(
     how = "the aggregator's front proxy or a bearer token" if front_proxy else "a bearer token (no front-proxy CA)"
     print(f"trainyard serve: visibility API on the same port, for {how}", file=sys.stderr)
     guard = Guard(Authenticator(token_review(api_client), front_proxy), subject_access_review(api_client))
-    return VisibilityService(controllers.service.queue.queue, guard)
+    return VisibilityService(standalone_service(controllers).queue.queue, guard)
+
+
+def standalone_service(controllers: Controllers) -> ControllerService:
+    """The queue controller's service (what the visibility API and the dashboard read)."""
+    from scheduler.controllers.service import ControllerService
+
+    if not isinstance(controllers.service, ControllerService):
+        raise UserError("beside Kueue (--mode admission-check) trainyard's queue controller does not run")
+    return controllers.service
 
 
 async def serve_dashboard(args: argparse.Namespace, controllers: Controllers | None) -> DashboardServer | None:
@@ -135,12 +146,24 @@ async def serve_dashboard(args: argparse.Namespace, controllers: Controllers | N
         raise UserError("--dashboard-port needs the controllers: run `trainyard serve` against a cluster")
     from trainyard.cli.dashboard import cluster_quota_writer, controller_dashboard, start_server
 
-    cache = controllers.service.manager.cache
+    service = standalone_service(controllers)
+    cache = service.manager.cache
     writer = cluster_quota_writer(args.kubeconfig, args.context, cache) if args.dashboard_allow_set_quota else None
-    data = controller_dashboard(
-        controllers.service, controllers.api_client, f"trainyard serve ({controllers.source})", writer
-    )
+    data = controller_dashboard(service, controllers.api_client, f"trainyard serve ({controllers.source})", writer)
     return await start_server(data, args.dashboard_host, args.dashboard_port, "trainyard serve")
+
+
+def webhook_routes(args: argparse.Namespace) -> dict[str, Handler]:
+    """The admission endpoints; beside Kueue the TrainJob defaulting leaves the queue-name label to
+    Kueue's webhook unless --default-queue-label asks for it."""
+    from webhooks.handlers import trainjobs
+    from webhooks.server import default_routes
+
+    routes = default_routes()
+    default_queue = args.default_queue_label if args.default_queue_label is not None else args.mode == "standalone"
+    if not default_queue:
+        routes["/mutate/trainjobs"] = trainjobs.mutate_beside_kueue
+    return routes
 
 
 async def serve_webhook(args: argparse.Namespace) -> int:
@@ -155,13 +178,20 @@ async def serve_webhook(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="trainyard-tls-") as scratch:
         context, reloader = tls_context(args, Path(scratch))
         server = WebhookServer(
-            cache, context, host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, reloader=reloader
+            cache,
+            context,
+            host=args.host,
+            port=args.port,
+            routes=webhook_routes(args),
+            max_body_bytes=args.max_body_bytes,
+            reloader=reloader,
         )
         feed = await ClusterFeed.connect(args.kubeconfig, args.context, cache) if from_cluster else None
         controllers = None
         if args.service is None and from_cluster:
             controllers = await Controllers.connect(args, server.metrics.registry)
-            server.app[VISIBILITY_KEY] = await visibility_service(args, controllers, context)
+            if args.mode == "standalone":  # beside Kueue, Kueue serves its own visibility API
+                server.app[VISIBILITY_KEY] = await visibility_service(args, controllers, context)
         elif args.service is None:
             print(
                 "trainyard serve: no cluster (--kubeconfig PATH, or a Pod): the controllers do not run, "

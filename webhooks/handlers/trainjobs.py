@@ -1,9 +1,9 @@
 """``/mutate/trainjobs`` and ``/validate/trainjobs``.
 
 Mutation writes Trainer's and Kueue's defaults (``trainjob_defaults``): on CREATE the queue-name
-label from the namespace's LocalQueue named ``default``, ``spec.suspend: true`` for a queued job,
-Trainer's CRD defaults, and ``runtimePatches[].time``; on UPDATE only the patch times. The patch
-is the diff.
+label from the namespace's LocalQueue named ``default`` (not beside Kueue, whose own webhook writes
+it: ``mutate_beside_kueue``), ``spec.suspend: true`` for a queued job, Trainer's CRD defaults, and
+``runtimePatches[].time``; on UPDATE only the patch times. The patch is the diff.
 
 Validation asks, in order from cheap to costly: Kueue's job label rules
 (``scheduler.api.job_validation``), on UPDATE Trainer's immutability rules
@@ -52,17 +52,29 @@ def _wrong_kind(request: AdmissionRequest, document: dict[str, Any]) -> Verdict 
     return None
 
 
-@reviews_objects("a TrainJob")
-def mutate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache) -> Verdict:
+def _mutate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache, *, default_queue: bool) -> Verdict:
     if (wrong := _wrong_kind(request, document)) is not None:
         return wrong
     if request.operation == "UPDATE":
         return Verdict.mutate(document, default_trainjob_update(document, request.old_object))
 
     def has_default_queue(namespace: str) -> bool:
-        return cache.local_queue(namespace, DEFAULT_LOCAL_QUEUE_NAME) is not None
+        return default_queue and cache.local_queue(namespace, DEFAULT_LOCAL_QUEUE_NAME) is not None
 
     return Verdict.mutate(document, default_trainjob(document, request.namespace, has_default_queue))
+
+
+@reviews_objects("a TrainJob")
+def mutate(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache) -> Verdict:
+    return _mutate(request, document, cache, default_queue=True)
+
+
+@reviews_objects("a TrainJob")
+def mutate_beside_kueue(request: AdmissionRequest, document: dict[str, Any], cache: ObjectCache) -> Verdict:
+    """``mutate`` beside Kueue: the queue-name label is Kueue's own webhook's to default (the same
+    LocalQueue ``default``, with its own exceptions: not for a job whose owner Kueue manages, and
+    the job's managedBy and suspension decided with the label at that moment)."""
+    return _mutate(request, document, cache, default_queue=False)
 
 
 def _parse(document: dict[str, Any]) -> tuple[TrainJob | None, list[FieldError]]:
