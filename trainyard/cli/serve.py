@@ -200,7 +200,8 @@ def _controller_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_mode(args: argparse.Namespace) -> None:
+def check_mode(args: argparse.Namespace) -> None:
+    """What --mode admission-check cannot run with (a UserError naming the flag and the fix)."""
     if args.mode != "admission-check":
         return
     if args.launcher != "jobset":
@@ -220,7 +221,7 @@ def _check_mode(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_mode(args)
+    check_mode(args)
     if args.dashboard_port is not None and args.service is not None:
         raise UserError("--dashboard-port serves the controllers' queues: use it with `trainyard serve` (no SERVICE)")
     if args.dashboard_port is not None and not 0 <= args.dashboard_port <= 65535:
