@@ -5,8 +5,9 @@ deleted with ``Orphan`` or ``Foreground`` propagation (a batch/v1 Job's default 
 the real server adds the ``orphan`` or ``foregroundDeletion`` finalizer and leaves the object
 to the garbage collector, which this server runs at once, so the answer is the object as the
 real server shows it at that moment. A Pod, a ServiceAccount or a Namespace (whose registries
-return the deleted object) comes back too, with its deletion stamped on it; anything else that
-is gone is a ``Status`` of ``Success`` naming it (kind, group, name, uid).
+return the deleted object) comes back too: a Pod and a Namespace with their deletion stamped on
+it (graceful deletion, the namespace's finalizer); anything else that is gone is a ``Status`` of
+``Success`` naming it (kind, group, name, uid).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def delete_answer(rtype: ResourceType, obj: dict[str, Any], policy: str) -> dict
         marked["spec"] = {"finalizers": ["kubernetes"]}
         marked["status"] = {"phase": "Terminating"}
         return marked
+    if (rtype.group, rtype.kind) == ("", "Pod"):
+        return marked_for_deletion(rtype, obj)  # graceful deletion stamps it first
     if rtype.returns_deleted:
-        return marked_for_deletion(rtype, obj)
+        return obj
     return success(str(metadata.get("name")), rtype.group, rtype.plural, str(metadata.get("uid", "")))

@@ -430,3 +430,43 @@ GAPS = Sequence(
 )
 
 SEQUENCES = (*SEQUENCES, GAPS)
+
+SA = "/api/v1/namespaces/{ns}/serviceaccounts"
+DELETES = Sequence(
+    "deletes",
+    (
+        Step("kept-by-finalizer", "DELETE", f"{CM}/held"),
+        Step("deleted-again", "DELETE", f"{CM}/held"),
+        Step("finalizer-cleared", "PATCH", f"{CM}/held", {"metadata": {"finalizers": None}}, MERGE),
+        Step("orphan", "DELETE", f"{CM}/orphaned", {"propagationPolicy": "Orphan"}),
+        Step("foreground", "DELETE", f"{CM}/foreground", {"propagationPolicy": "Foreground"}),
+        Step("service-account", "DELETE", f"{SA}/robot"),
+        Step("custom-resource-kept", "DELETE", f"{RF}/{{ns}}-held"),
+        Step("missing", "DELETE", f"{CM}/never-made"),
+    ),
+    setup=(
+        Step(
+            "held",
+            "POST",
+            CM,
+            {**_configmap("held", {"a": "1"}), "metadata": {"name": "held", "finalizers": ["example.com/hold"]}},
+        ),
+        Step("orphaned", "POST", CM, _configmap("orphaned", {"a": "1"})),
+        Step("foreground", "POST", CM, _configmap("foreground", {"a": "1"})),
+        Step("robot", "POST", SA, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+        # a kind no controller of either side writes (trainyard's queue controller would write a
+        # Workload's status on the real side only, where it runs)
+        Step(
+            "held-flavor",
+            "POST",
+            RF,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "{ns}-held", "finalizers": ["example.com/hold"]},
+            },
+        ),
+    ),
+)
+
+SEQUENCES = (*SEQUENCES, DELETES)
