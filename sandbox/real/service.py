@@ -7,6 +7,10 @@ the bundled ClusterTrainingRuntimes by server-side apply, installs trainyard fro
 manifests/install (Namespace, ServiceAccount, RBAC), starts trainyard's webhook on loopback and
 registers manifests/webhook's configurations with its CA, and runs trainyard's controllers with
 a token of trainyard's own ServiceAccount, so they hold only the rights the manifests grant.
+
+With ``kueue=True`` (``sandbox up --real --kueue``) real Kueue admits and trainyard runs beside it
+as its topology AdmissionCheck's controller, installed from manifests/beside-kueue; the scenario's
+flavors hand their Topology to a check of trainyard's (``beside_kueue_documents``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from kubernetes_asyncio import client as k8s_client
 
+from scheduler.controllers.admission_check_service import build_beside_kueue_service
 from scheduler.controllers.launcher import LauncherMode
 from scheduler.controllers.service import build_controller_service
 from scheduler.engine import EngineConfig
@@ -33,11 +38,38 @@ from ..embedded import bundled_runtimes, scenario_engine_config
 from ..scenario_objects import scenario_objects
 from ..service_webhook import SandboxWebhook
 from .binaries import ClusterTools
-from .cluster import RealCluster, RealClusterSettings
+from .cluster import MANIFESTS, RealCluster, RealClusterSettings
 from .install import service_account_kubeconfig, service_documents, webhook_configurations
 
 # The real server's watch cache makes short watches cheap; these match the embedded sandbox's.
 REAL_INFORMERS = InformerSettings(watch_timeout_seconds=60, inactivity_timeout=70.0, backoff=Backoff(0.05, 1.0))
+BESIDE_KUEUE = MANIFESTS / "beside-kueue"
+CHECK_PREFIX = "trainyard-topology"  # manifests/beside-kueue's check (hosts); one more per Topology
+
+
+def beside_kueue_documents(documents: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The scenario for Kueue with trainyard's topology check: each flavor's ``topologyName`` moves
+    to a check of trainyard's naming that Topology (else Kueue's own TAS would place the flavor),
+    and every ClusterQueue names the checks of its flavors (``admissionChecksStrategy``)."""
+    copied = [copy.deepcopy(dict(d)) for d in documents]
+    check_of: dict[str, str] = {}  # flavor -> check
+    checks: dict[str, dict[str, Any]] = {}
+    for flavor in (d for d in copied if d.get("kind") == "ResourceFlavor"):
+        topology = (flavor.get("spec") or {}).pop("topologyName", None)
+        check_of[flavor["metadata"]["name"]] = name = f"{CHECK_PREFIX}-{topology}" if topology else CHECK_PREFIX
+        if topology:
+            parameters = {"apiGroup": "kueue.x-k8s.io", "kind": "Topology", "name": topology}
+            spec = {"controllerName": "trainyard.io/topology", "parameters": parameters}
+            checks[name] = {"apiVersion": flavor["apiVersion"], "kind": "AdmissionCheck", "metadata": {"name": name}}
+            checks[name]["spec"] = spec
+    for queue in (d for d in copied if d.get("kind") == "ClusterQueue"):
+        on: dict[str, list[str]] = {}
+        for group in queue["spec"].get("resourceGroups") or ():
+            for flavor in group.get("flavors") or ():
+                on.setdefault(check_of.get(flavor["name"], CHECK_PREFIX), []).append(flavor["name"])
+        rules = [{"name": check, "onFlavors": flavors} for check, flavors in sorted(on.items())]
+        queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": rules}
+    return [*checks.values(), *copied]
 
 
 def scaled_stage(document: Mapping[str, Any], speedup: float) -> dict[str, Any]:
@@ -68,6 +100,7 @@ class RealSandbox:
         engine_config: EngineConfig | None = None,
         extra_objects: Iterable[Mapping[str, Any]] = (),
         settings: RealClusterSettings | None = None,
+        kueue: bool = False,
     ) -> None:
         if speedup <= 0:
             raise ValueError(f"speedup must be positive, got {speedup}")
@@ -76,9 +109,10 @@ class RealSandbox:
         self.speedup = speedup
         self.tools = ClusterTools.locate(binaries)
         base = settings or RealClusterSettings()
+        self.kueue = kueue  # real Kueue admits, trainyard is its topology check
         self.cluster = RealCluster(
             self.tools,
-            RealClusterSettings(**{**base.__dict__, "port": port or base.port}),
+            RealClusterSettings(**{**base.__dict__, "port": port or base.port, "kueue": kueue or base.kueue}),
         )
         self._kubeconfig_out = kubeconfig_out
         self._extra = [dict(o) for o in extra_objects]
@@ -151,6 +185,12 @@ class RealSandbox:
 
     async def start_controllers(self, identity: str = "real-0") -> None:
         self._controller_client = await load_api_client(self.service_kubeconfig)
+        if self.kueue:
+            beside = build_beside_kueue_service(
+                KubeClient(self._controller_client), leader_elect=False, informer_settings=REAL_INFORMERS
+            )
+            self._controllers = asyncio.create_task(beside.manager.run(), name=identity)
+            return
         service = build_controller_service(
             KubeClient(self._controller_client),
             launcher_mode=self.launcher_mode,
@@ -164,9 +204,10 @@ class RealSandbox:
 
     def _seed(self) -> None:
         admin = self.cluster.admin
-        for document in service_documents():
+        for document in service_documents(BESIDE_KUEUE) if self.kueue else service_documents():
             admin.apply(document)
-        for document in [*self.objects.documents, *bundled_runtimes(), *self._extra]:
+        scenario = beside_kueue_documents(self.objects.documents) if self.kueue else self.objects.documents
+        for document in [*scenario, *bundled_runtimes(), *self._extra]:
             if document.get("kind") == "Stage":
                 document = scaled_stage(document, self.speedup)
             admin.apply(document)

@@ -1,15 +1,22 @@
 """`trainyard serve --mode admission-check`: as a process against the embedded API server it runs
 the topology check (the check turns Active, a gang Kueue reserved quota for is answered Ready),
-and what the mode cannot run with is refused with the flag and the fix, exit 2, no traceback."""
+and what the mode cannot run with is refused with the flag and the fix, exit 2, no traceback.
+`trainyard sandbox up --real --kueue`: the scenario as the check places it beside Kueue (the
+run itself is in tests/real/test_beside_kueue_sandbox.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from builders import ClusterQueueBuilder, ResourceFlavorBuilder
 from fakeapi.fixtures import FakeApi
 from queue_support import eventually
 from test_admission_check import CHECK, NS, reserve, seed_cluster
 from test_serve_controllers import trainyard
 
+from scheduler.api.kueue import AdmissionCheck
+from scheduler.engine import TOPOLOGY_CHECK_CONTROLLER
 from scheduler.kube import KubeClient
 from trainyard.cli.main import main
 
@@ -58,3 +65,33 @@ async def test_serve_controller_in_admission_check_mode_answers_the_check(fake_a
             assert "placed by trainyard" in await eventually(ready, timeout=60, what="the check Ready")
     finally:
         await api_client.close()
+
+
+def test_sandbox_kueue_needs_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sandbox", "up", "--kueue", "--kubeconfig-out", str(tmp_path / "k")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "--kueue needs --real" in err
+
+
+def test_the_sandbox_scenario_beside_kueue_hands_each_topology_to_a_check_of_trainyards() -> None:
+    from sandbox.real.service import beside_kueue_documents
+
+    hosts = ResourceFlavorBuilder("cpu").doc()
+    gpus = ResourceFlavorBuilder("gpu").topology("racks").doc()
+    queue = ClusterQueueBuilder("cq").quota("gpu", "nvidia.com/gpu", 8).doc()
+    queue["spec"]["resourceGroups"].append(
+        {"coveredResources": ["cpu"], "flavors": [{"name": "cpu", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]}
+    )
+    documents = beside_kueue_documents([hosts, gpus, queue])
+    by_name = {d["metadata"]["name"]: d for d in documents}
+    assert "topologyName" not in by_name["gpu"]["spec"]  # else Kueue's own TAS would place it first
+    assert gpus["spec"]["topologyName"] == "racks"  # the scenario's own objects are left as they were
+    check = AdmissionCheck.model_validate(by_name["trainyard-topology-racks"])
+    assert check.spec.controller_name == TOPOLOGY_CHECK_CONTROLLER
+    assert check.spec.parameters is not None
+    assert (check.spec.parameters.kind, check.spec.parameters.name) == ("Topology", "racks")
+    assert by_name["cq"]["spec"]["admissionChecksStrategy"]["admissionChecks"] == [
+        {"name": "trainyard-topology", "onFlavors": ["cpu"]},  # manifests/beside-kueue's check: hosts
+        {"name": "trainyard-topology-racks", "onFlavors": ["gpu"]},
+    ]

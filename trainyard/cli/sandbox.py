@@ -50,21 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=1.0,
         help="divide every KWOK Stage delay by this (pods start and finish N times sooner; default 1)",
     )
-    up.add_argument(
-        "--real",
-        action="store_true",
-        help="run on real Kubernetes components built from their Go modules (etcd, kube-apiserver, "
-        "kube-controller-manager, kube-scheduler, KWOK, JobSet; `make cluster-tools` builds them) "
-        "instead of the embedded API server and its stand-ins",
-    )
-    up.add_argument(
-        "--binaries",
-        type=Path,
-        metavar="DIR",
-        default=None,
-        help="with --real: a folder holding the component binaries (default: $KUBEBUILDER_ASSETS, then the "
-        "cache `make cluster-tools` builds)",
-    )
+    _real_flags(up)
     up.add_argument(
         "--dashboard-port",
         type=int,
@@ -81,6 +67,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _real_flags(up: argparse.ArgumentParser) -> None:
+    """--real and what goes with it."""
+    up.add_argument(
+        "--real",
+        action="store_true",
+        help="run on real Kubernetes components built from their Go modules (etcd, kube-apiserver, "
+        "kube-controller-manager, kube-scheduler, KWOK, JobSet; `make cluster-tools` builds them) "
+        "instead of the embedded API server and its stand-ins",
+    )
+    up.add_argument(
+        "--kueue",
+        action="store_true",
+        help="with --real: real Kueue v0.17 admits, and trainyard runs beside it as the controller of its "
+        "topology AdmissionCheck (serve --mode admission-check; manifests/beside-kueue)",
+    )
+    up.add_argument(
+        "--binaries",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="with --real: a folder holding the component binaries (default: $KUBEBUILDER_ASSETS, then the "
+        "cache `make cluster-tools` builds)",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action != "up":
         raise UserError(f"unknown sandbox action {args.action!r}; use `trainyard sandbox up`")
@@ -92,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--dashboard-port {args.dashboard_port} is not a TCP port; use 1-65535 (0 picks a free one)")
     if args.binaries is not None and not args.real:
         raise UserError("--binaries needs --real")
+    if args.kueue and not args.real:
+        raise UserError("--kueue needs --real: Kueue runs on the real components (add --real)")
     if args.duration is not None and args.duration <= 0:
         raise UserError(f"--duration must be positive, got {args.duration:g}")
     out: Path = args.kubeconfig_out
@@ -110,7 +123,7 @@ def _make_sandbox(args: argparse.Namespace) -> Any:
     options = {"speedup": args.speedup, "port": args.port, "kubeconfig_out": args.kubeconfig_out}
     try:
         if args.real:
-            return RealSandbox(args.scenario, binaries=args.binaries, **options)
+            return RealSandbox(args.scenario, binaries=args.binaries, kueue=args.kueue, **options)
         return Sandbox(args.scenario, **options)
     except SimulationInputError as error:
         raise UserError(f"--scenario: {error}") from None
@@ -143,6 +156,8 @@ def _greet(sandbox: Any, args: argparse.Namespace) -> Path:
         if args.real
         else "embedded API server"
     )
+    if args.real and args.kueue:
+        server += " with Kueue admitting, trainyard its topology AdmissionCheck"
     print(
         f"trainyard sandbox: {server} at {sandbox.url} (scenario {sandbox.scenario.name}: "
         f"{objects.node_count} KWOK nodes, {queues} ClusterQueues, speedup {args.speedup:g}); "
