@@ -32,6 +32,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "queues list/pending at 1,000 ClusterQueues and 50,000 workloads; what-if on gpu-1k",
     ),
     "sandbox": ("trainyard.benchmarks.sandbox", "1,000 TrainJobs on 1,000 nodes through the service vs the simulator"),
+    "parity": (
+        "trainyard.benchmarks.parity",
+        "the same Workloads through real Kueue and the engine: decisions compared",
+    ),
     "dashboard": ("trainyard.benchmarks.dashboard", "dashboard pages' server time at kueue-large and 10,000 nodes"),
 }
 

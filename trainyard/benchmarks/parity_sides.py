@@ -1,0 +1,207 @@
+"""The two sides of `bench parity`: real Kueue on a real cluster, and trainyard's engine.
+
+Both are driven in the same steps: at each step the workloads due to finish are finished, the
+step's new Workloads are created in order, and the side runs until it is quiet; what it decided
+meanwhile (an admission with its ClusterQueue and flavors, a preemption) is recorded against
+that step. ``KueueSide`` creates the Workloads on kube-apiserver (one step per wall-clock second,
+so creation timestamps, which Kueue orders by and which have one-second resolution, never tie
+across steps), marks finished ones ``Finished`` as Kueue's own performance runner does, and reads
+Kueue's decisions from a watch; a step ends once no Workload changed for ``QUIET_SECONDS`` (at
+0.6 s Kueue's admissions after a finish were sometimes seen a step late, shifting the order).
+``EngineSide`` gives trainyard's engine the very same Workloads, with the creation timestamps the
+API server gave them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.kueue import Workload
+from scheduler.engine import AdmissionEngine, EngineConfig
+
+QUIET_SECONDS = 1.5  # no Workload changed for this long: Kueue is done with the step
+
+
+@dataclass
+class Decision:
+    step: int
+    kind: str  # "admitted" | "preempted"
+    cluster_queue: str = ""
+    flavors: tuple[tuple[str, str], ...] = ()
+    reason: str = ""
+
+
+@dataclass
+class SideRecord:
+    decisions: dict[str, list[Decision]] = field(default_factory=dict)
+    admission_order: list[str] = field(default_factory=list)
+    admitted_step: dict[str, int] = field(default_factory=dict)  # key -> the step of its current admission
+    waiting: dict[str, str] = field(default_factory=dict)  # key -> why it waits, in the side's words (latest)
+
+    def add(self, key: str, decision: Decision) -> None:
+        self.decisions.setdefault(key, []).append(decision)
+        if decision.kind == "admitted":
+            self.admission_order.append(key)
+            self.admitted_step[key] = decision.step
+        else:
+            self.admitted_step.pop(key, None)
+
+
+def _flavors(admission: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    found: dict[str, str] = {}
+    for pod_set in admission.get("podSetAssignments") or ():
+        found.update({str(k): str(v) for k, v in (pod_set.get("flavors") or {}).items()})
+    return tuple(sorted(found.items()))
+
+
+def _condition(workload: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for condition in (workload.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
+class KueueSide:
+    """Real Kueue: Workloads created over the API, decisions read from a watch."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.record = SideRecord()
+        self.step = 0
+        self._last_change = time.monotonic()
+        self._admitted: dict[str, bool] = {}
+        self._evicted: dict[str, bool] = {}
+        self.created: dict[str, str] = {}  # key -> creationTimestamp the server gave
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def watch(self, namespace: str | None = None) -> None:
+        from scheduler.kube import KubeApiError
+
+        while True:
+            try:
+                listed = await self.client.list("Workload", namespace)
+                for obj in listed.items:
+                    self._observe(obj)
+                async for event in self.client.watch(
+                    "Workload", namespace, resource_version=listed.resource_version, timeout_seconds=600
+                ):
+                    if event.type in ("ADDED", "MODIFIED"):
+                        self._observe(event.object)
+            except (KubeApiError, OSError, TimeoutError):
+                await asyncio.sleep(0.2)
+
+    def _observe(self, obj: dict[str, Any]) -> None:
+        metadata = obj["metadata"]
+        key = f"{metadata['namespace']}/{metadata['name']}"
+        admission = (obj.get("status") or {}).get("admission")
+        admitted = bool(admission) and _condition(obj, "QuotaReserved") is not None
+        for condition in (obj.get("status") or {}).get("conditions") or ():
+            if condition.get("type") == "QuotaReserved" and condition.get("status") == "False":
+                self.record.waiting[key] = str(condition.get("message", ""))
+        evicted = _condition(obj, "Evicted")
+        if admitted and not self._admitted.get(key) and admission is not None:
+            self.record.add(key, Decision(self.step, "admitted", str(admission["clusterQueue"]), _flavors(admission)))
+            self._last_change = time.monotonic()
+        if evicted is not None and not self._evicted.get(key) and evicted.get("reason") == "Preempted":
+            self.record.add(key, Decision(self.step, "preempted", reason=str(evicted.get("message", ""))))
+            self._last_change = time.monotonic()
+        self._admitted[key] = admitted
+        self._evicted[key] = evicted is not None
+        if evicted is not None and admission:
+            task = asyncio.get_running_loop().create_task(self._finish_eviction(obj))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _finish_eviction(self, obj: dict[str, Any]) -> None:
+        """What a job integration does once an evicted job has stopped, as Kueue's own performance
+        runner does for bare Workloads: the reservation is given back (admission unset,
+        QuotaReserved and Admitted false); until then Kueue keeps counting its quota."""
+        from scheduler.kube import KubeApiError, patch_status
+
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        conditions = []
+        for condition in (obj.get("status") or {}).get("conditions") or ():
+            if condition.get("type") in ("QuotaReserved", "Admitted") and condition.get("status") == "True":
+                reason = "Pending" if condition["type"] == "QuotaReserved" else "NoReservation"
+                condition = {
+                    **condition,
+                    "status": "False",
+                    "reason": reason,
+                    "lastTransitionTime": stamp,
+                    "message": "Evicted by the parity runner",
+                }
+            conditions.append(condition)
+        metadata = obj["metadata"]
+        # a conflict: changed meanwhile, and the watch brings the newer copy, so this runs again
+        with contextlib.suppress(KubeApiError):
+            await patch_status(
+                self.client,
+                "Workload",
+                metadata["name"],
+                metadata["namespace"],
+                {"admission": None, "conditions": conditions},
+                resource_version=str(metadata["resourceVersion"]),
+            )
+
+    async def run_step(self, step: int, finishing: list[str], creating: list[dict[str, Any]]) -> None:
+        from scheduler.kube import patch_status
+
+        self.step = step
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for key in finishing:
+            namespace, name = key.split("/", 1)
+            condition = {
+                "type": "Finished",
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "finished by the parity benchmark",
+                "lastTransitionTime": stamp,
+            }
+            await patch_status(self.client, "Workload", name, namespace, {"conditions": [condition]})
+            self._admitted[key] = False
+        await asyncio.sleep(1.0 - time.time() % 1.0)  # a fresh second: creation times never tie across steps
+        for document in creating:
+            answer = await self.client.create(document)
+            metadata = answer["metadata"]
+            self.created[f"{metadata['namespace']}/{metadata['name']}"] = str(metadata["creationTimestamp"])
+        self._last_change = time.monotonic()
+        while time.monotonic() - self._last_change < QUIET_SECONDS:
+            await asyncio.sleep(0.05)
+
+
+class EngineSide:
+    """trainyard's engine, given the same Workloads with the server's creation timestamps."""
+
+    def __init__(self, objects: list[Any], fair_sharing: bool) -> None:
+        self.engine = AdmissionEngine(EngineConfig(fair_sharing=fair_sharing))
+        for obj in objects:
+            self.engine.apply(obj)
+        self.record = SideRecord()
+
+    def run_step(self, step: int, now: float, finishing: list[str], creating: list[Workload]) -> None:
+        """Finish, then the step's arrivals together, then cycles until quiet: Kueue's queues take
+        a step's Workloads (created within a few milliseconds) before its next cycle, and order
+        them by priority and then creation time, which one second's resolution makes equal."""
+        for key in finishing:
+            self.engine.finish(key, now)
+            self.record.admitted_step.pop(key, None)
+        self._settle(step, now)
+        for workload in creating:
+            self.engine.submit(workload, now)
+        self._settle(step, now)
+
+    def _settle(self, step: int, now: float) -> None:
+        for _ in range(1000):  # cycles until one decides nothing: the engine is quiet
+            result = self.engine.schedule(now)
+            for admitted in result.admitted:
+                flavors = tuple(sorted((str(r), str(f)) for r, f in admitted.flavors.items()))
+                self.record.add(admitted.key, Decision(step, "admitted", admitted.cluster_queue, flavors))
+            for preempted in result.preempted:
+                self.record.add(preempted.key, Decision(step, "preempted", reason=preempted.reason))
+            self.record.waiting.update(result.pending)
+            if not result.admitted and not result.preempted:
+                return
