@@ -24,6 +24,7 @@ AUDIT_POLICY = {
     "omitStages": ["RequestReceived"],
     "rules": [
         {"level": "Metadata", "userGroups": ["system:serviceaccounts"]},
+        {"level": "Metadata", "users": ["kueue-controller"]},  # Kueue's writes, for bench admission --real
         {"level": "None"},
     ],
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainyard.native.activation import engine_build
@@ -29,9 +30,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--one-per-cycle", action="store_true", help="admit one head per ClusterQueue per cycle, as Kueue does"
     )
+    parser.add_argument(
+        "--real", action="store_true", help="real Kueue v0.17, then trainyard's controller, on a real cluster"
+    )
+    parser.add_argument("--workloads", type=int, default=None, help="with --real: the first N Workloads (default: all)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="with --real: seconds each side may take")
+    parser.add_argument("--binaries", type=Path, metavar="DIR", help="with --real: where the component binaries are")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.real:
+        return _run_real(args)
     from simulations.events import RandomStreams
     from simulations.scenarios import BUILTIN, build
 
@@ -64,6 +73,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "wall_seconds": round(time.perf_counter() - wall_start, 3),
         "engine_build": engine_build(),
     }
+
+
+def _run_real(args: argparse.Namespace) -> dict[str, Any]:
+    import asyncio
+
+    from trainyard.benchmarks.admission_real import measure
+
+    if args.workloads is not None and args.workloads < 1:
+        raise SystemExit("bench admission: --workloads must be at least 1")
+    result = asyncio.run(measure(args.scenario, args.workloads, args.binaries, args.timeout))
+    return {**result, "engine_build": engine_build()}
 
 
 class _Replay:

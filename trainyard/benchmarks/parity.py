@@ -15,18 +15,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
-import math
+import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from trainyard.benchmarks.parity_sides import Decision, EngineSide, KueueSide, SideRecord
+from scheduler.api.kueue import Workload
+from trainyard.benchmarks.parity_inputs import ParityInput, each_objects_input, scenario_input
+from trainyard.benchmarks.parity_sides import Decision, EngineSide, KueueSide, SideRecord, clear_kueue_objects
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", default="kueue-baseline", help="a built-in scenario or a scenario file")
+    parser.add_argument(
+        "--objects",
+        nargs="+",
+        metavar="PATH",
+        help="instead of a scenario: Kueue objects, Workloads and jobs as `trainyard admit` reads them",
+    )
+    parser.add_argument(
+        "--each", action="store_true", help="with --objects: each PATH is an input of its own, run in turn"
+    )
+    parser.add_argument("--fair-sharing", action="store_true", help="with --objects: fair sharing on both sides")
     parser.add_argument(
         "--workloads", type=int, default=None, help="only the first N arrivals (default: every workload)"
     )
@@ -37,70 +47,104 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--binaries", type=Path, metavar="DIR", help="where the component binaries are")
 
 
-def _steps(jobs: list[Any], step_seconds: float) -> list[list[Any]]:
-    grouped: dict[int, list[Any]] = defaultdict(list)
-    for job in jobs:
-        grouped[int(job.submit_time // step_seconds)].append(job)
-    last = max(grouped) if grouped else 0
-    return [grouped.get(index, []) for index in range(last + 1)]
-
-
 def _due(record: SideRecord, durations: dict[str, int], step: int) -> list[str]:
-    return sorted(key for key, admitted in record.admitted_step.items() if admitted + durations[key] <= step)
+    return sorted(
+        key for key, admitted in record.admitted_step.items() if key in durations and admitted + durations[key] <= step
+    )
+
+
+def parity_settings(fair_sharing: bool) -> Any:
+    """The parity cluster: kube-apiserver, etcd and Kueue (with fair sharing where the input asks);
+    no nodes, kubelet or kube-scheduler: Workloads are bare, and Kueue's TAS is not used."""
+    from sandbox.real.cluster import RealClusterSettings
+
+    return RealClusterSettings(
+        kueue=True, kwok=False, scheduler=False, jobset=False, controller_manager=False, kueue_fair_sharing=fair_sharing
+    )
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from sandbox.real.binaries import ClusterTools
-    from sandbox.real.cluster import RealCluster, RealClusterSettings
-    from scheduler.api.kueue import Workload
-    from scheduler.kube import KubeClient, load_api_client
-    from simulations.engine_driver import workload_document
-    from simulations.events import RandomStreams
-    from simulations.scenarios import build, resolve_scenario
+    from sandbox.real.cluster import RealCluster
 
-    built = build(resolve_scenario(args.scenario))
-    jobs = sorted(itertools.islice(built.jobs(RandomStreams(args.seed)), args.workloads), key=lambda j: j.submit_time)
-    durations = {f"{j.team}/{j.name}": max(1, math.ceil(j.duration / args.step_seconds)) for j in jobs}
-    steps = _steps(jobs, args.step_seconds)
-    objects = [obj.to_dict() for obj in built.objects]
+    inputs = each_objects_input(args) if args.objects else [scenario_input(args)]
+    cluster = RealCluster(ClusterTools.locate(args.binaries), parity_settings(any(p.fair_sharing for p in inputs)))
+    await asyncio.to_thread(cluster.start)
+    try:
+        runs = await run_inputs(cluster, inputs)
+    finally:
+        await asyncio.to_thread(cluster.stop)
+    if len(runs) == 1:
+        return runs[0]
+    return {"runs": runs, **_totals(runs)}
+
+
+async def run_inputs(cluster: Any, inputs: list[ParityInput]) -> list[dict[str, Any]]:
+    """Each input in turn on one cluster, Kueue's objects cleared between them."""
+    runs = []
+    for index, parity in enumerate(inputs):
+        if index:
+            await clear_kueue_objects(cluster.kubeconfig("admin"))
+        runs.append({"input": parity.name, **await run_input(cluster, parity)})
+        figures = {k: runs[-1][k] for k in ("workloads", "decisions_equal_pct", "order_equal_pct")}
+        print(f"bench parity: {parity.name}: {figures}", file=sys.stderr)
+    return runs
+
+
+async def run_input(cluster: Any, parity: ParityInput) -> dict[str, Any]:
+    """One input on a cluster whose Kueue holds no objects: both sides, step by step, compared."""
+    from scheduler.kube import KubeClient, load_api_client
+
+    for name, labels in parity.namespaces.items():
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        await asyncio.to_thread(cluster.admin.apply, namespace)
+    objects = parity.documents()
+    for document in objects:
+        await asyncio.to_thread(cluster.admin.apply, document)
     priorities = {
         o["metadata"]["name"]: int(o.get("value") or 0) for o in objects if o["kind"] == "WorkloadPriorityClass"
     }
-    namespaces = sorted({str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace")})
-    settings = RealClusterSettings(kueue=True, kwok=False, scheduler=False, jobset=False, controller_manager=False)
-    cluster = RealCluster(ClusterTools.locate(args.binaries), settings)
-    await asyncio.to_thread(cluster.start)
+    api = await load_api_client(cluster.kubeconfig("admin"))
+    kueue = KueueSide(KubeClient(api))
+    engine = EngineSide(parity.objects, parity.fair_sharing, parity.namespaces)
+    watching = asyncio.create_task(kueue.watch())
     try:
-        for name in namespaces:
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-            await asyncio.to_thread(cluster.admin.apply, namespace)
-        for document in objects:
-            await asyncio.to_thread(cluster.admin.apply, document)
-        api = await load_api_client(cluster.kubeconfig("admin"))
-        kueue = KueueSide(KubeClient(api))
-        engine = EngineSide(list(built.objects), built.scenario.fair_sharing)
-        watching = asyncio.create_task(kueue.watch())
-        try:
-            await _until_active(kueue.client, [o for o in objects if o["kind"] == "ClusterQueue"])
-            for index, batch in enumerate(steps + [[]] * 3):
-                documents = _in_queue_order([_with_priority(workload_document(job), priorities) for job in batch])
-                await kueue.run_step(index, _due(kueue.record, durations, index), documents)
-                workloads = []
-                for document in documents:
-                    key = f"{document['metadata']['namespace']}/{document['metadata']['name']}"
-                    document["metadata"]["creationTimestamp"] = kueue.created[key]
-                    workloads.append(Workload.model_validate(document))
-                engine.run_step(index, time.time(), _due(engine.record, durations, index), workloads)
-        finally:
-            watching.cancel()
-            await asyncio.gather(watching, return_exceptions=True)
-            await api.close()
+        # an input may hold a ClusterQueue inactive by design (a missing flavor): wait for the rest
+        active = [o for o in objects if o["kind"] == "ClusterQueue" and engine.active(o["metadata"]["name"])]
+        await until_active(kueue.client, active)
+        await kueue.seed([with_priority(w.to_dict(), priorities) for w in parity.seeded])
+        engine.seed(parity.seeded)
+        for index, batch in enumerate(parity.steps + [[]] * 3):
+            documents = _in_queue_order([with_priority(document, priorities) for document in batch])
+            await kueue.run_step(index, _due(kueue.record, parity.durations, index), documents)
+            workloads = []
+            for document in documents:
+                key = f"{document['metadata']['namespace']}/{document['metadata']['name']}"
+                document["metadata"]["creationTimestamp"] = kueue.created[key]
+                workloads.append(Workload.model_validate(document))
+            engine.run_step(index, time.time(), _due(engine.record, parity.durations, index), workloads)
     finally:
-        await asyncio.to_thread(cluster.stop)
-    return compare([f"{j.team}/{j.name}" for j in jobs], kueue.record, engine.record)
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+        await api.close()
+    return compare(parity.keys, kueue.record, engine.record)
 
 
-async def _until_active(client: Any, cluster_queues: list[dict[str, Any]], timeout: float = 120.0) -> None:
+def _totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    workloads = sum(int(run["workloads"]) for run in runs)
+
+    def pct(field: str) -> float:
+        equal = sum(float(run[field]) * int(run["workloads"]) / 100.0 for run in runs)
+        return round(100.0 * equal / max(1, workloads), 2)
+
+    return {
+        "workloads": workloads,
+        "decisions_equal_pct": pct("decisions_equal_pct"),
+        "order_equal_pct": pct("order_equal_pct"),
+    }
+
+
+async def until_active(client: Any, cluster_queues: list[dict[str, Any]], timeout: float = 120.0) -> None:
     """Until Kueue reports every ClusterQueue Active: before that its cache may lack a queue's
     quota or its cohort's, and it would hold back the first arrivals that the engine admits."""
     names = {str(cq["metadata"]["name"]) for cq in cluster_queues}
@@ -130,11 +174,12 @@ def _in_queue_order(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(documents, key=lambda document: -int(document["spec"].get("priority") or 0))
 
 
-def _with_priority(document: dict[str, Any], priorities: dict[str, int]) -> dict[str, Any]:
+def with_priority(document: dict[str, Any], priorities: dict[str, int]) -> dict[str, Any]:
     """The Workload with ``spec.priority`` from its WorkloadPriorityClass, as Kueue's job
     reconciler writes it (Kueue's CRD refuses a priorityClassRef without a priority)."""
     reference = document["spec"].get("priorityClassRef")
-    document["spec"]["priority"] = priorities.get(reference["name"], 0) if reference else 0
+    if document["spec"].get("priority") is None:  # a given priority stands, as Kueue keeps it
+        document["spec"]["priority"] = priorities.get(reference["name"], 0) if reference else 0
     return document
 
 
@@ -177,4 +222,6 @@ def compare(keys: list[str], kueue: SideRecord, engine: SideRecord) -> dict[str,
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.step_seconds <= 0:
         raise SystemExit("--step-seconds must be above 0")
+    if (args.each or args.fair_sharing) and not args.objects:
+        raise SystemExit("--each and --fair-sharing go with --objects (a scenario says its own fair sharing)")
     return asyncio.run(measure(args))

@@ -65,6 +65,83 @@ def _condition(workload: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
+async def release_reservation(client: Any, obj: dict[str, Any], message: str) -> None:
+    """What a job integration does once an evicted job has stopped, as Kueue's own performance
+    runner does for bare Workloads: the reservation is given back (admission unset,
+    QuotaReserved and Admitted false); until then Kueue keeps counting its quota."""
+    from scheduler.kube import KubeApiError, patch_status
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    conditions = []
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") in ("QuotaReserved", "Admitted") and condition.get("status") == "True":
+            reason = "Pending" if condition["type"] == "QuotaReserved" else "NoReservation"
+            condition = {
+                **condition,
+                "status": "False",
+                "reason": reason,
+                "lastTransitionTime": stamp,
+                "message": message,
+            }
+        conditions.append(condition)
+    metadata = obj["metadata"]
+    # a conflict: changed meanwhile, and the watch brings the newer copy, so this runs again
+    with contextlib.suppress(KubeApiError):
+        await patch_status(
+            client,
+            "Workload",
+            metadata["name"],
+            metadata["namespace"],
+            {"admission": None, "conditions": conditions},
+            resource_version=str(metadata["resourceVersion"]),
+        )
+
+
+def bare_workload(document: dict[str, Any]) -> dict[str, Any]:
+    """A Workload as a client creates it: no status, and none of the server's metadata."""
+    keep = ("name", "namespace", "labels", "annotations")
+    metadata = {k: v for k, v in document["metadata"].items() if k in keep}
+    return {"apiVersion": document["apiVersion"], "kind": "Workload", "metadata": metadata, "spec": document["spec"]}
+
+
+def _given(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((dict(c) for c in status.get("conditions") or () if c.get("type") == kind), {})
+
+
+def _complete_condition(kind: str) -> dict[str, Any]:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"type": kind, "status": "True", "reason": kind, "message": "given admitted", "lastTransitionTime": stamp}
+
+
+async def clear_kueue_objects(kubeconfig: Any) -> None:
+    """Every Workload and queue object deleted, and gone (finalizers Kueue holds are waited for,
+    then cleared), so the next input meets a Kueue that holds nothing."""
+    from scheduler.kube import KubeApiError, KubeClient, load_api_client
+
+    api = await load_api_client(kubeconfig)
+    client = KubeClient(api)
+    try:
+        for kind in ("Workload", "LocalQueue", "ClusterQueue", "Cohort", "ResourceFlavor", "WorkloadPriorityClass"):
+            for attempt in range(100):
+                listed = (await client.list(kind)).items
+                if not listed:
+                    break
+                for obj in listed:
+                    metadata = obj["metadata"]
+                    with contextlib.suppress(KubeApiError):
+                        if attempt >= 20 and metadata.get("finalizers"):  # 2 s on: Kueue let go of it
+                            await client.patch(
+                                kind, metadata["name"], {"metadata": {"finalizers": None}}, metadata.get("namespace")
+                            )
+                        elif not metadata.get("deletionTimestamp"):
+                            await client.delete(kind, metadata["name"], metadata.get("namespace"))
+                await asyncio.sleep(0.1)
+            else:
+                raise SystemExit(f"bench parity: the {kind} objects of the last input would not go")
+    finally:
+        await api.close()
+
+
 class KueueSide:
     """Real Kueue: Workloads created over the API, decisions read from a watch."""
 
@@ -117,35 +194,31 @@ class KueueSide:
             task.add_done_callback(self._tasks.discard)
 
     async def _finish_eviction(self, obj: dict[str, Any]) -> None:
-        """What a job integration does once an evicted job has stopped, as Kueue's own performance
-        runner does for bare Workloads: the reservation is given back (admission unset,
-        QuotaReserved and Admitted false); until then Kueue keeps counting its quota."""
-        from scheduler.kube import KubeApiError, patch_status
+        await release_reservation(self.client, obj, "Evicted by the parity runner")
 
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        conditions = []
-        for condition in (obj.get("status") or {}).get("conditions") or ():
-            if condition.get("type") in ("QuotaReserved", "Admitted") and condition.get("status") == "True":
-                reason = "Pending" if condition["type"] == "QuotaReserved" else "NoReservation"
-                condition = {
-                    **condition,
-                    "status": "False",
-                    "reason": reason,
-                    "lastTransitionTime": stamp,
-                    "message": "Evicted by the parity runner",
-                }
-            conditions.append(condition)
-        metadata = obj["metadata"]
-        # a conflict: changed meanwhile, and the watch brings the newer copy, so this runs again
-        with contextlib.suppress(KubeApiError):
+    async def seed(self, documents: list[dict[str, Any]]) -> None:
+        """Workloads given admitted: created, then their admission written as the scheduler would
+        (QuotaReserved and Admitted), before step 0; Kueue's cache counts their quota from then."""
+        from scheduler.kube import patch_status
+
+        self.step = -1
+        for document in documents:
+            status = document.get("status") or {}
+            answer = await self.client.create(bare_workload(document))
+            metadata = answer["metadata"]
+            self.created[f"{metadata['namespace']}/{metadata['name']}"] = str(metadata["creationTimestamp"])
+            reserved = {**_complete_condition("QuotaReserved"), **_given(status, "QuotaReserved")}
+            conditions = [reserved, _complete_condition("Admitted")]
             await patch_status(
                 self.client,
                 "Workload",
                 metadata["name"],
                 metadata["namespace"],
-                {"admission": None, "conditions": conditions},
-                resource_version=str(metadata["resourceVersion"]),
+                {"admission": status["admission"], "conditions": conditions},
             )
+        self._last_change = time.monotonic()
+        while documents and time.monotonic() - self._last_change < QUIET_SECONDS:
+            await asyncio.sleep(0.05)
 
     async def run_step(self, step: int, finishing: list[str], creating: list[dict[str, Any]]) -> None:
         from scheduler.kube import patch_status
@@ -176,11 +249,27 @@ class KueueSide:
 class EngineSide:
     """trainyard's engine, given the same Workloads with the server's creation timestamps."""
 
-    def __init__(self, objects: list[Any], fair_sharing: bool) -> None:
+    def __init__(
+        self, objects: list[Any], fair_sharing: bool, namespaces: dict[str, dict[str, str]] | None = None
+    ) -> None:
         self.engine = AdmissionEngine(EngineConfig(fair_sharing=fair_sharing))
+        for name, labels in (namespaces or {}).items():
+            self.engine.set_namespace(name, labels)
         for obj in objects:
             self.engine.apply(obj)
         self.record = SideRecord()
+
+    def active(self, cluster_queue: str) -> bool:
+        info = self.engine.cluster_queue(cluster_queue)
+        return info is not None and info.active
+
+    def seed(self, workloads: list[Workload]) -> None:
+        """Workloads given admitted hold their quota from before step 0 (recorded at step -1)."""
+        for workload in workloads:
+            self.engine.submit(workload, 0.0)
+            key = f"{workload.metadata.namespace}/{workload.metadata.name}"
+            admission = workload.to_dict()["status"]["admission"]
+            self.record.add(key, Decision(-1, "admitted", str(admission["clusterQueue"]), _flavors(admission)))
 
     def run_step(self, step: int, now: float, finishing: list[str], creating: list[Workload]) -> None:
         """Finish, then the step's arrivals together, then cycles until quiet: Kueue's queues take
