@@ -55,6 +55,8 @@ class RealClusterSettings:
     # controller, or its decisions held to the engine's), managing these job frameworks.
     kueue: bool = False
     kueue_frameworks: tuple[str, ...] = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
+    # Kueue's fair sharing (v1beta2 config: a fairSharing section enables it, default strategies)
+    kueue_fair_sharing: bool = False
     # How long kube-controller-manager waits for a silent node before marking it NotReady
     # (the default 40 s makes a node-failure test slow for nothing).
     node_monitor_grace_seconds: int = 10
@@ -224,6 +226,8 @@ class RealCluster:
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": list(self.settings.kueue_frameworks)},
         }
+        if self.settings.kueue_fair_sharing:
+            config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
         # Kueue's on-demand visibility server writes certificates into /visibility: not on a machine
         # of processes (trainyard serves the visibility API in its own mode)
         gates = "--feature-gates=VisibilityOnDemand=false"
