@@ -4,7 +4,9 @@ sandbox scenario's queues: team-a..team-d, each namespace's LocalQueue ``default
 
 ``truth()`` is the engine whose figures the pages must show: the sandbox controllers' own
 engine, or on another cluster the queues loaded from its objects as `trainyard queues` loads
-them. The jobs a test creates carry a suffix of their own and are deleted afterwards.
+them (``cluster_engine``, which the real tier's dashboard test reads too). The jobs a test creates
+carry a suffix of their own and are deleted afterwards. ``shown_queue_table`` and
+``engine_queue_table`` are the Queues page's table as a person reads it and as the engine has it.
 """
 
 from __future__ import annotations
@@ -20,16 +22,52 @@ from pathlib import Path
 from typing import Any
 
 from dashboard_support import eventually, trainjob
+from playwright.async_api import Page
 
 from dashboard import DashboardData, DashboardServer
 from sandbox.embedded import Sandbox
-from scheduler.engine import AdmissionEngine
+from scheduler.engine import AdmissionEngine, WorkloadInfo
 from scheduler.kube import KubeApiError, KubeClient, close_api_client, load_api_client
-from scheduler.queues import load_state
+from scheduler.queues import QueueState, cluster_queue_summaries, load_state
 from trainyard.cli.dashboard import ClusterMirror, controller_dashboard
 from trainyard.cli.queues_cluster import read_cluster
 
 KUBECONFIG_ENV = "TRAINYARD_DASHBOARD_KUBECONFIG"
+# Each ClusterQueue row: name, admitted, pending, and per resource "usage / nominal" (before the comma).
+QueueRow = tuple[str, str, str, list[str]]
+
+
+async def cluster_engine(kubeconfig: Path) -> AdmissionEngine:
+    """The queues of a cluster loaded into an engine as `trainyard queues --kubeconfig` loads them."""
+    read = await read_cluster(kubeconfig, None)
+    return load_state(read.objects, read.workloads, now=time.time(), namespaces=read.namespaces).engine
+
+
+def workload_of(engine: AdmissionEngine, namespace: str, trainjob: str) -> tuple[str, WorkloadInfo] | None:
+    """The engine's key and record of a TrainJob's Workload (Trainer names it trainjob-NAME-HASH)."""
+    for info in engine.all_workloads():
+        if info.namespace == namespace and info.name.startswith(f"trainjob-{trainjob}-"):
+            return info.key, info
+    return None
+
+
+async def shown_queue_table(page: Page) -> list[QueueRow]:
+    shown = await page.eval_on_selector_all(
+        "table.queues tr[data-cq]",
+        "rows => rows.map(r => [r.dataset.cq, r.querySelector('.admitted').textContent,"
+        " r.querySelector('.pending').textContent, [...r.querySelectorAll('.amounts')].map(a => a.textContent)])",
+    )
+    return [
+        (cq, admitted, pending, [text.split(",")[0] for text in amounts]) for cq, admitted, pending, amounts in shown
+    ]
+
+
+def engine_queue_table(engine: AdmissionEngine) -> list[QueueRow]:
+    rows: list[QueueRow] = []
+    for summary in cluster_queue_summaries(QueueState(engine, time.time())):
+        used = [f"{line.to_dict()['usage']} / {line.to_dict()['nominal']}" for line in summary.resources]
+        rows.append((summary.name, str(summary.admitted), str(summary.pending), used))
+    return rows
 
 
 @dataclass
@@ -53,8 +91,7 @@ class ClusterUnderTest:
         if self.sandbox is not None and self.sandbox.controllers is not None:
             engine: AdmissionEngine = self.sandbox.controllers.service.queue.queue.engine
             return engine
-        read = await read_cluster(self.kubeconfig, None)
-        return load_state(read.objects, read.workloads, now=time.time(), namespaces=read.namespaces).engine
+        return await cluster_engine(self.kubeconfig)
 
     @contextlib.asynccontextmanager
     async def dashboard(self, *, mirror: bool) -> AsyncIterator[DashboardServer]:

@@ -10,31 +10,28 @@ as `trainyard dashboard --kubeconfig` does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_under_test import ClusterUnderTest, cluster_under_test
+from cluster_under_test import (
+    ClusterUnderTest,
+    cluster_under_test,
+    engine_queue_table,
+    shown_queue_table,
+    workload_of,
+)
 from dashboard_support import eventually, screenshot
 from playwright.async_api import Page
 
-from scheduler.engine import AdmissionEngine, WorkloadState, waiting_reason
-from scheduler.queues import QueueState, cluster_queue_summaries
+from scheduler.engine import WorkloadState, waiting_reason
 
 pytestmark = pytest.mark.slow
 
 
-def _workload_of(engine: AdmissionEngine, namespace: str, trainjob: str) -> Any:
-    for info in engine.all_workloads():
-        if info.namespace == namespace and info.name.startswith(f"trainjob-{trainjob}-"):
-            return info.key, info
-    return None
-
-
 async def _in_state(cluster: ClusterUnderTest, name: str, state: WorkloadState) -> Any:
-    found = _workload_of(await cluster.truth(), "team-a", name)
+    found = workload_of(await cluster.truth(), "team-a", name)
     return (
         found
         if found is not None and found[1].state is state and (state is not WorkloadState.PENDING or found[1].reason)
@@ -59,17 +56,8 @@ async def test_queue_numbers_equal_the_engines_and_a_pending_reason_shows(
     async with cluster.dashboard(mirror=False) as server:
         await page.goto(f"{server.url}/queues")
         engine = await cluster.truth()
-        shown = await page.eval_on_selector_all(
-            "table.queues tr[data-cq]",
-            "rows => rows.map(r => [r.dataset.cq, r.querySelector('.admitted').textContent,"
-            " r.querySelector('.pending').textContent, [...r.querySelectorAll('.amounts')].map(a => a.textContent)])",
-        )
-        summaries = cluster_queue_summaries(QueueState(engine, time.time()))
-        assert [row[:3] for row in shown] == [[s.name, str(s.admitted), str(s.pending)] for s in summaries]
-        for row, summary in zip(shown, summaries, strict=True):
-            used = [f"{line.to_dict()['usage']} / {line.to_dict()['nominal']}" for line in summary.resources]
-            assert [text.split(",")[0] for text in row[3]] == used
-        key, info = _workload_of(engine, "team-a", cluster.name("waiting"))
+        assert await shown_queue_table(page) == engine_queue_table(engine)
+        key, info = workload_of(engine, "team-a", cluster.name("waiting"))
         await page.goto(f"{server.url}/queues?cq=team-a")
         reason = await page.text_content(f'#pending tr[data-workload="{key}"] td.reason')
         assert reason == waiting_reason(engine, info)
@@ -99,10 +87,10 @@ async def test_a_jobs_page_shows_its_story_placement_and_conditions(cluster: Clu
     async with cluster.dashboard(mirror=True) as server:
         await page.goto(f"{server.url}/jobs/team-a/{waiting}")
         engine = await cluster.truth()
-        _, info = _workload_of(engine, "team-a", waiting)
+        _, info = workload_of(engine, "team-a", waiting)
         assert await page.text_content("#story .reason") == waiting_reason(engine, info)
         await page.goto(f"{server.url}/jobs/team-a/{held}")
-        _, admitted = _workload_of(engine, "team-a", held)
+        _, admitted = workload_of(engine, "team-a", held)
         planned = [n for gang in admitted.admission.placements.values() for p in gang.pod_sets for n in p.nodes]
         shown = await page.eval_on_selector_all(
             "table.placement tr[data-node]", "rows => rows.map(r => r.dataset.node)"
@@ -116,7 +104,7 @@ async def test_a_jobs_page_shows_its_story_placement_and_conditions(cluster: Clu
 async def test_selecting_a_job_highlights_its_nodes_on_the_topology(cluster: ClusterUnderTest, page: Page) -> None:
     async with cluster.dashboard(mirror=True) as server:
         await page.goto(f"{server.url}/topology")
-        key, held = _workload_of(await cluster.truth(), "team-a", cluster.name("held"))
+        key, held = workload_of(await cluster.truth(), "team-a", cluster.name("held"))
         planned = {node for gang in held.admission.placements.values() for p in gang.pod_sets for node in p.nodes}
         assert not await page.query_selector(".domain.highlight")
         await page.select_option('select[name="job"]', key)
