@@ -3,7 +3,7 @@
 TrainJobs submitted with the official ``kubernetes`` client: one admitted, one too big for its
 queue's quota left pending. The Queues page's table must show the numbers of the engine loaded
 from the cluster as `trainyard queues --kubeconfig` loads it (``cluster_engine``); the Jobs page
-the admitted job's queue, status and nodes and the pending one's reason as that engine words it,
+the admitted job's queue, status and nodes (its page: which) and the pending one's reason as that engine words it,
 and a job admitted while the page is open without a reload. Ctrl-C then stops everything.
 """
 
@@ -27,7 +27,7 @@ from cluster_under_test import cluster_engine, engine_queue_table, shown_queue_t
 from dashboard_support import browser_page, eventually, screenshot
 from playwright.async_api import Page
 
-from scheduler.engine import WorkloadState, waiting_reason
+from scheduler.engine import AdmissionEngine, WorkloadInfo, WorkloadState, waiting_reason
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +46,7 @@ async def _settled(kubeconfig: Path, namespace: str, name: str, state: WorkloadS
     engine = await cluster_engine(kubeconfig)
     found = workload_of(engine, namespace, name)
     if found is None or found[1].state is not state or (state is WorkloadState.PENDING and not found[1].reason):
+        await asyncio.sleep(0.3)  # each look lists the cluster: leave its components the CPU between looks
         return None
     return engine, found[1]
 
@@ -71,20 +72,19 @@ async def test_queues_and_jobs_pages_of_sandbox_up_real(tmp_path: Path) -> None:
             lambda: _settled(kubeconfig, "team-a", "held", WorkloadState.ADMITTED), timeout=90, what="held admitted"
         )
         _submit(api, "waiting", "team-a", nodes=7)  # 7 of the 8 nodes while team-a holds 2
-        await eventually(
+        engine, waiting = await eventually(
             lambda: _settled(kubeconfig, "team-a", "waiting", WorkloadState.PENDING), timeout=60, what="waiting pending"
         )
         async with browser_page() as page:
-            await _check_queues_page(page, address[1], kubeconfig)
-            await _check_jobs_page(page, address[1], kubeconfig, api)
+            await _check_queues_page(page, address[1], engine, waiting)
+            await _check_jobs_page(page, address[1], engine, waiting, api)
     finally:
         process.send_signal(signal.SIGINT)
         await asyncio.to_thread(process.communicate, timeout=60)
     assert process.returncode == 0, log.read_text()[-3000:]
 
 
-async def _check_queues_page(page: Page, url: str, kubeconfig: Path) -> None:
-    engine, waiting = await _settled(kubeconfig, "team-a", "waiting", WorkloadState.PENDING)
+async def _check_queues_page(page: Page, url: str, engine: AdmissionEngine, waiting: WorkloadInfo) -> None:
     # the dashboard watches the cluster on its own: its engine has the jobs once team-a's pending row shows
     await page.goto(f"{url}/queues?cq=team-a")
     reason = await page.wait_for_selector(f'#pending tr[data-workload="{waiting.key}"] td.reason')
@@ -97,8 +97,9 @@ async def _check_queues_page(page: Page, url: str, kubeconfig: Path) -> None:
     await screenshot(page, "queues-real")
 
 
-async def _check_jobs_page(page: Page, url: str, kubeconfig: Path, api: official_client.ApiClient) -> None:
-    engine, waiting = await _settled(kubeconfig, "team-a", "waiting", WorkloadState.PENDING)
+async def _check_jobs_page(
+    page: Page, url: str, engine: AdmissionEngine, waiting: WorkloadInfo, api: official_client.ApiClient
+) -> None:
     found = workload_of(engine, "team-a", "held")
     assert found is not None
     held = found[1]
@@ -114,6 +115,7 @@ async def _check_jobs_page(page: Page, url: str, kubeconfig: Path, api: official
     assert await row.get_attribute("data-status") in ("Admitted", "Running")
     assert cells[5] == str(len(placed)) == "2"
     shown = await page.text_content('tr[data-job="team-a/waiting"][data-status="Pending"] .reason')
+    assert shown
     assert shown == waiting_reason(engine, waiting)
     await page.evaluate("window.sameDocument = true")
     _submit(api, "late", "team-b", nodes=1)
@@ -123,3 +125,9 @@ async def _check_jobs_page(page: Page, url: str, kubeconfig: Path, api: official
     )
     assert await page.evaluate("window.sameDocument") is True, "the page was reloaded"
     await screenshot(page, "jobs-real")
+    await page.click('tr[data-job="team-a/held"] a.job-link')  # its page names the nodes
+    await page.wait_for_selector("table.placement tr[data-node]")
+    shown_nodes = await page.eval_on_selector_all(
+        "table.placement tr[data-node]", "rows => rows.map(r => r.dataset.node)"
+    )
+    assert set(shown_nodes) == placed
