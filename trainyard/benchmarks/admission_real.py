@@ -27,6 +27,7 @@ from typing import Any
 
 from trainyard.benchmarks.admission_measures import SideTimes, process_cpu_seconds, side_figures
 from trainyard.benchmarks.controller_real import SERVICE_USER, audit_write_counts
+from trainyard.benchmarks.parity_sides import release_reservation
 
 KUEUE_USER = "kueue-controller"  # sandbox.real's identity for Kueue's manager
 CREATE_CONCURRENCY = 32  # Kueue's runner creates every ClusterQueue's Workloads at once, in parallel
@@ -91,8 +92,6 @@ class PerfRunner:
             del self.admission_serial[key]
             self.times.evictions += 1
         if _condition_true(obj, "Evicted") and (obj.get("status") or {}).get("admission"):
-            from trainyard.benchmarks.parity_sides import release_reservation
-
             self._spawn(release_reservation(self.client, obj, "Evicted by the test runner"))
 
     def _spawn(self, work: Any) -> None:
