@@ -76,11 +76,14 @@ def test_workloads_arrive_by_creation_time_and_the_admitted_are_seeded(tmp_path:
         + _workload("later", 1, stamp="2026-01-01T00:02:00Z")
         + _workload("earlier", 1, stamp="2026-01-01T00:01:00Z")
         + _workload("undated", 1)
+        + _workload("same-time-low", 1, stamp="2026-01-01T00:01:00Z")
+        + _workload("same-time-high", 1, priority=5, stamp="2026-01-01T00:01:00Z")
     )
     parity = objects_input([str(path)], fair_sharing=False)
-    assert parity.keys == ["team-a/running", "team-a/later", "team-a/earlier", "team-a/undated"]
+    assert parity.keys[:4] == ["team-a/running", "team-a/later", "team-a/earlier", "team-a/undated"]
     assert [w.metadata.name for w in parity.seeded] == ["running"]
-    assert [[d["metadata"]["name"] for d in step] for step in parity.steps] == [["undated"], ["earlier"], ["later"]]
+    arrivals = [[d["metadata"]["name"] for d in step] for step in parity.steps]
+    assert arrivals == [["undated"], ["same-time-high"], ["earlier"], ["same-time-low"], ["later"]]
     assert all("status" not in d and "creationTimestamp" not in d["metadata"] for step in parity.steps for d in step)
     assert parity.namespaces == {"team-a": {"team": "a"}}
     assert parity.durations == {}  # `admit` is a dry run: nothing finishes
@@ -134,3 +137,17 @@ def test_flags_that_need_objects_are_refused_without_them() -> None:
     args = argparse.Namespace(step_seconds=0.5, objects=None, each=True, fair_sharing=False)
     with pytest.raises(SystemExit, match="go with --objects"):
         run(args)
+
+
+def test_a_finished_workload_is_given_to_neither_side(tmp_path: Path) -> None:
+    finished = _workload("done", 4).replace(
+        "spec:\n",
+        "status:\n  conditions:\n  - {type: Finished, status: 'True', reason: Succeeded, message: '',"
+        " lastTransitionTime: '2026-01-01T00:00:00Z'}\nspec:\n",
+        1,
+    )
+    path = tmp_path / "input.yaml"
+    path.write_text(QUEUES + finished + _workload("next", 1))
+    parity = objects_input([str(path)], fair_sharing=False)
+    assert parity.keys == ["team-a/next"]
+    assert [[d["metadata"]["name"] for d in step] for step in parity.steps] == [["next"]]

@@ -5,8 +5,8 @@ selectors read), the Workloads given already admitted (they hold their quota fro
 may be preempted), and the rest in lockstep steps. A scenario's jobs arrive at their submit
 times and run their durations. `admit`'s inputs (``--objects``) are read by `admit`'s own loader,
 TrainJobs and other jobs turned into Workloads as `admit` does; nothing finishes (`admit` is a
-dry run), Workloads without a creationTimestamp arrive at step 0 in file order, the others one
-step per distinct timestamp, in time order. Nodes and Topologies are left out: Kueue's
+dry run), one Workload per step: those without a creationTimestamp first, in file order, then
+by timestamp (priority first within one), as Kueue's queues take them; Finished ones are left out. Nodes and Topologies are left out: Kueue's
 topology-aware scheduling needs nodes and is off on the parity cluster, so an input whose
 flavors name a topology is refused (parity compares quota decisions).
 """
@@ -25,6 +25,7 @@ from scheduler.api.kueue import ResourceFlavor, Workload
 from trainyard.benchmarks.parity_sides import bare_workload
 
 LEFT_OUT_KINDS = ("Node", "Topology")
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 
 @dataclass
@@ -39,7 +40,14 @@ class ParityInput:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
 
     def documents(self) -> list[dict[str, Any]]:
-        return [obj.to_dict() for obj in self.objects]
+        return [served(obj.to_dict()) for obj in self.objects]
+
+
+def served(document: dict[str, Any]) -> dict[str, Any]:
+    """A Kueue object in the version Kueue serves: the loader reads v1beta1 into v1beta2's shape."""
+    if document.get("apiVersion") == "kueue.x-k8s.io/v1beta1":
+        document["apiVersion"] = KUEUE_API
+    return document
 
 
 def scenario_input(args: argparse.Namespace) -> ParityInput:
@@ -80,18 +88,29 @@ def objects_input(paths: list[str], fair_sharing: bool) -> ParityInput:
                 "give an input whose flavors name no topology"
             )
     parity = ParityInput(name, objects, fair_sharing)
-    by_time: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for workload in loaded.workloads:
-        document = workload.to_dict()
+    arrivals: list[tuple[str, int, int, dict[str, Any]]] = []
+    for position, workload in enumerate(loaded.workloads):
+        document = served(workload.to_dict())
+        if _finished(document):
+            continue  # holds nothing in Kueue nor in the engine: not given to either
         parity.keys.append(f"{document['metadata']['namespace']}/{document['metadata']['name']}")
         if (document.get("status") or {}).get("admission"):
-            parity.seeded.append(workload)
+            parity.seeded.append(Workload.model_validate(document))
         else:
-            by_time[str(document["metadata"].get("creationTimestamp") or "")].append(bare_workload(document))
-    parity.steps = [by_time[stamp] for stamp in sorted(by_time)]  # "" (no timestamp) sorts first
+            stamp = str(document["metadata"].get("creationTimestamp") or "")  # "" (none) sorts first
+            arrivals.append((stamp, -int(document["spec"].get("priority") or 0), position, bare_workload(document)))
+    # One arrival per step, in Kueue's queue order: Workloads created together would be decided by
+    # where Kueue's cycles fall between the creations (across a cohort, a later non-borrowing one
+    # goes first in a cycle), so neither side sees two arrivals at once.
+    parity.steps = [[arrival[3]] for arrival in sorted(arrivals, key=lambda a: a[:3])]
     workloads = [w.to_dict() for w in loaded.workloads]
     parity.namespaces = _namespaces_of([*parity.documents(), *workloads], loaded.namespaces)
     return parity
+
+
+def _finished(document: dict[str, Any]) -> bool:
+    conditions = (document.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
 
 
 def _namespaces_of(documents: list[dict[str, Any]], labelled: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
