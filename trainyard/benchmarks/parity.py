@@ -9,6 +9,10 @@ lets each side decide until it is quiet. Per workload the two are compared: admi
 ClusterQueue, flavor per resource, preempted or not; and the step of each admission (the
 order). JSON: ``workloads``, ``decisions_equal_pct``, ``order_equal_pct`` and every difference
 with both sides' view (Kueue's condition message, the engine's reason in words).
+
+``--objects PATH...`` gives `trainyard admit`'s inputs instead (``parity_inputs``); with
+``--each`` every PATH is its own input, run in turn on one cluster (Kueue's objects cleared
+between), and the JSON holds ``runs`` and the totals over them.
 """
 
 from __future__ import annotations
