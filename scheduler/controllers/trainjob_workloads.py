@@ -55,6 +55,9 @@ def _queued(trainjob: dict[str, Any]) -> bool:
     return bool(((trainjob.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL))
 
 
+EXPECTATION_SECONDS = 30.0  # past this, a Workload the cache never showed is created again (or met 409)
+
+
 class TrainJobWorkloads:
     name = "trainjob-workloads"
 
@@ -71,6 +74,10 @@ class TrainJobWorkloads:
         self.events = events
         self.clock = clock
         self.created = 0
+        # Workloads this controller created that the cache does not show yet (controller-runtime's
+        # "expectations"): key -> monotonic time of the create. A reconcile in that gap would only
+        # meet 409 AlreadyExists; the Workload's own event brings the TrainJob back.
+        self._expected: dict[str, float] = {}
 
     def enqueue_map(self) -> dict[str, Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[str]]]:
         return {
@@ -123,6 +130,12 @@ class TrainJobWorkloads:
         workload = self.cache.get("Workload", self._workload_name(document), namespace)
         return workload is not None and condition_true(workload, "Finished")
 
+    def _expect(self, workload_key: str) -> None:
+        now = time.monotonic()
+        if len(self._expected) > 10_000:  # TrainJobs deleted before the cache showed their Workload
+            self._expected = {k: t for k, t in self._expected.items() if now - t < EXPECTATION_SECONDS}
+        self._expected[workload_key] = now
+
     @staticmethod
     def _workload_name(document: dict[str, Any]) -> str:
         metadata = document.get("metadata") or {}
@@ -137,7 +150,13 @@ class TrainJobWorkloads:
             return ReconcileResult()
         # The Workload's name needs only the TrainJob's name and uid: a TrainJob that has its
         # Workload (every one, after the first reconcile) is not parsed again.
-        existing = self.cache.get("Workload", self._workload_name(document), namespace)
+        workload_name = self._workload_name(document)
+        workload_key = f"{namespace}/{workload_name}"
+        existing = self.cache.get("Workload", workload_name, namespace)
+        created_at = self._expected.get(workload_key)
+        if existing is None and created_at is not None and time.monotonic() - created_at < EXPECTATION_SECONDS:
+            return ReconcileResult(requeue_after=1.0)  # created a moment ago: the cache is behind
+        self._expected.pop(workload_key, None)
         if existing is not None:
             await self._clear_failure(document)  # a refused clearing write is retried from here
             await self._sync_finished(document, existing)
@@ -173,6 +192,7 @@ class TrainJobWorkloads:
         # one attempt: a transient failure backs the key off in the work queue
         if not await create_unless_exists(self.client, workload.to_dict(), attempts=1):
             return ReconcileResult()  # it exists: the cache is behind
+        self._expect(workload_key)
         self.created += 1
         await self._clear_failure(document)
         if self.events is not None:
