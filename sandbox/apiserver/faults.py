@@ -70,6 +70,23 @@ class Chaos:
     compaction_interval: float = 0.0  # seconds an expiry waits after the last one (0: none)
     last_compaction: float = -math.inf
 
+    def draw(self, *, updates: bool, writes: bool) -> str | None:
+        """The fault this request meets, if any: with probability ``rate`` one of the kinds that
+        apply (a conflict only to an update, a lost answer only to a write), an expiry at most once
+        per ``compaction_interval``. The embedded server and the real cluster's proxy both ask it."""
+        if self.rng.random() >= self.rate:
+            return None
+        applicable = [k for k in self.kinds if (k != CONFLICT or updates) and (k != LOST or writes)]
+        if not applicable:
+            return None
+        kind = self.rng.choice(applicable)
+        if kind == EXPIRE:
+            now = time.monotonic()
+            if now - self.last_compaction < self.compaction_interval:
+                return None
+            self.last_compaction = now
+        return kind
+
 
 @dataclass
 class Faults:
@@ -147,24 +164,12 @@ class Faults:
                 self.failed.append((verb, path))
                 self.injected[f"http-{rule.code}"] += 1
                 return ApiError(rule.code, rule.message), rule.retry_after
-        if self.chaos is not None and self.chaos.rng.random() < self.chaos.rate:
-            return self._chaos(verb, path, self.chaos)
-        return None
-
-    def _chaos(self, verb: str, path: str, chaos: Chaos) -> Injected | None:
-        applicable = [
-            k
-            for k in chaos.kinds
-            if (k != CONFLICT or verb in WRITE_VERBS) and (k != LOST or verb in WRITE_VERBS | {"create", "delete"})
-        ]
-        if not applicable:
+        if self.chaos is None:
             return None
-        kind = chaos.rng.choice(applicable)
-        if kind == EXPIRE:
-            now = time.monotonic()
-            if now - chaos.last_compaction < chaos.compaction_interval:
-                return None
-            chaos.last_compaction = now
+        kind = self.chaos.draw(updates=verb in WRITE_VERBS, writes=verb in WRITE_VERBS | {"create", "delete"})
+        return None if kind is None else self._chaos(verb, path, self.chaos, kind)
+
+    def _chaos(self, verb: str, path: str, chaos: Chaos, kind: str) -> Injected | None:
         if kind == LOST:  # served as usual; the server then finds this rule, cuts the answer and counts it
             self.lost_answers.append(FailureRule(verb, path, 0, 1, "answer lost"))
             return None

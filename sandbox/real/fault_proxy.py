@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import random
 import ssl
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,19 +30,20 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
-from sandbox.apiserver.faults import CONFLICT, DROP, EXPIRE, FAULT_KINDS, LOST, OPT_IN_KINDS, SERVER_ERROR, THROTTLE
+from sandbox.apiserver.faults import (
+    CONFLICT,
+    DROP,
+    EXPIRE,
+    FAULT_KINDS,
+    LOST,
+    OPT_IN_KINDS,
+    SERVER_ERROR,
+    THROTTLE,
+    Chaos,
+)
 
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "content-encoding"}
 _WRITES = {"POST", "PUT", "PATCH", "DELETE"}
-
-
-@dataclass
-class _Chaos:
-    rate: float
-    kinds: tuple[str, ...]
-    rng: random.Random
-    compaction_interval: float
-    last_compaction: float = -math.inf
 
 
 @dataclass
@@ -53,7 +52,7 @@ class FaultProxy:
     ca_pem: bytes
     injected: Counter[str] = field(default_factory=Counter)
     port: int = 0
-    _chaos: _Chaos | None = None
+    _chaos: Chaos | None = None
     _expired_through: int = 0  # resourceVersions up to this one are "compacted"
     _latest_seen: int = 0
     _streams: dict[int, web.Request] = field(default_factory=dict)  # the watches open through the proxy, by id
@@ -92,7 +91,11 @@ class FaultProxy:
         unknown = sorted(set(chosen) - set(FAULT_KINDS) - set(OPT_IN_KINDS))
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}; use some of {list(FAULT_KINDS + OPT_IN_KINDS)}")
-        self._chaos = _Chaos(rate, chosen, random.Random(seed), compaction_interval) if rate > 0 and chosen else None
+        self._chaos = (
+            Chaos(rate, chosen, random.Random(seed), compaction_interval=compaction_interval)
+            if rate > 0 and chosen
+            else None
+        )
 
     def calm(self) -> None:
         self._chaos = None
@@ -116,20 +119,12 @@ class FaultProxy:
         return answer
 
     def _draw(self, method: str, watch: bool) -> str | None:
-        chaos = self._chaos
-        if chaos is None or chaos.rng.random() >= chaos.rate:
+        if self._chaos is None:
             return None
-        applicable = [
-            k for k in chaos.kinds if (k != CONFLICT or method in ("PUT", "PATCH")) and (k != LOST or method in _WRITES)
-        ]
-        if not applicable:
+        kind = self._chaos.draw(updates=method in ("PUT", "PATCH"), writes=method in _WRITES)
+        if kind is None:
             return None
-        kind = chaos.rng.choice(applicable)
         if kind == EXPIRE:
-            now = time.monotonic()
-            if now - chaos.last_compaction < chaos.compaction_interval:
-                return None
-            chaos.last_compaction = now
             self._expired_through = self._latest_seen
             self._cut_streams()
         elif kind == DROP:
