@@ -1,4 +1,5 @@
-"""The fluent builders build what a user would write: ``obj()`` reads ``doc()`` and writes it back unchanged."""
+"""The builders build what a user would write: the models read each document and write it back unchanged,
+and the documents the builders make by default pass the rules the webhook enforces."""
 
 from __future__ import annotations
 
@@ -13,9 +14,20 @@ from builders import (
     ResourceFlavorBuilder,
     TopologyBuilder,
     WorkloadBuilder,
+    cluster_training_runtime,
+    jobset,
+    namespace,
+    node,
+    replicated_job,
+    training_runtime,
+    trainjob,
 )
 
+from runtimes.api.jobset import JobSet
+from runtimes.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJob
+from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
+from scheduler.api.checks import check_object
 
 BLOCK = "cloud.example.com/block"
 
@@ -54,3 +66,60 @@ def test_a_node_reads_as_the_scheduler_reads_it() -> None:
     assert [t.key for t in node.spec.taints] == ["maintenance"]
     assert NodeBuilder("n3").obj().ready  # no Ready condition at all counts as Ready
     assert not NodeBuilder("n4").unschedulable().obj().schedulable
+
+
+GPU_JOB = trainjob(
+    "llm",
+    "team-a",
+    nodes=4,
+    requests={"cpu": "8", "nvidia.com/gpu": "8"},
+    limits={"nvidia.com/gpu": "8"},
+    queue="main",
+    priority_class="high",
+    pod_annotations={"pod-complete.stage.kwok.x-k8s.io/delay": "1s"},
+    suspend=True,
+)
+NODE_JOB = replicated_job("node", parallelism=2, cpu="2")
+
+DOCUMENTS: list[Any] = [
+    pytest.param(trainjob(), TrainJob, id="trainjob-default"),
+    pytest.param(GPU_JOB, TrainJob, id="trainjob-gpus"),
+    pytest.param(trainjob(nodes=None, runtime="mnist", runtime_kind="TrainingRuntime"), TrainJob, id="trainjob-bare"),
+    pytest.param(cluster_training_runtime(replicated_jobs=[NODE_JOB]), ClusterTrainingRuntime, id="cluster-runtime"),
+    pytest.param(training_runtime("mnist", "team-a", replicated_jobs=[NODE_JOB]), TrainingRuntime, id="runtime"),
+    pytest.param(jobset("llm", "team-a", NODE_JOB, labels={"app": "x"}), JobSet, id="jobset"),
+    pytest.param(node("n1", hostname=True, cpu="8", nvidia_com_gpu="8", taints=[{"key": "gpu"}]), Node, id="node"),
+    pytest.param(namespace("team-a", team="a"), Resource, id="namespace"),
+]
+
+
+@pytest.mark.parametrize(("document", "model"), DOCUMENTS)
+def test_the_documents_round_trip_and_pass_the_rules(document: dict[str, Any], model: type[Resource]) -> None:
+    assert model.model_validate(document).to_dict() == document
+    check = check_object(document)
+    assert (check.errors, check.unknown) == ([], [])
+
+
+def test_the_trainjob_keywords_land_where_trainer_reads_them() -> None:
+    assert GPU_JOB["metadata"]["labels"] == {
+        "kueue.x-k8s.io/queue-name": "main",
+        "kueue.x-k8s.io/priority-class": "high",
+    }
+    trainer = GPU_JOB["spec"]["trainer"]
+    assert trainer == {
+        "numNodes": 4,
+        "resourcesPerNode": {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}},
+    }
+    assert GPU_JOB["spec"]["podTemplateOverrides"][0]["targetJobs"] == [{"name": "node"}]
+    assert GPU_JOB["spec"]["suspend"] is True
+    # a field the rules refuse still builds, so a test can show the refusal
+    refused = check_object(trainjob(trainer={"numNodes": 0}))
+    assert [error.path for error in refused.errors] == ["spec.trainer.numNodes"]
+
+
+def test_node_in_one_call_reads_as_the_builder() -> None:
+    built = Node.model_validate(node("n5", labels={"pool": "a"}, ready=False, unschedulable=True, cpu="4"))
+    assert built.metadata.labels == {"pool": "a"}
+    assert not built.ready
+    assert not built.schedulable
+    assert "status" not in node("n6", ready=None)

@@ -1,7 +1,7 @@
 """Bad input to `trainyard queues ...` and to the SDK: refused naming file, line, object and field.
 
 The rest of the table (admit, render, run, convert, simulate, kwok export, serve --objects) is in
-test_bad_inputs.py, whose helpers these cases share.
+test_bad_inputs.py; the helpers both use are in bad_input_support.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_bad_inputs import queues, refused, write
+from tests.cli.bad_input_support import queues, refused, write
 from trainyard.cli.main import main
 
 # `trainyard queues ...` on files: (id, quota in the file, arguments after `queues`, what the message names)

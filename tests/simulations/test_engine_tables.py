@@ -5,7 +5,7 @@ from __future__ import annotations
 from scheduler.engine import WorkloadState
 from simulations.scenarios import build
 from simulations.simulator import Simulation
-from tests.simulations.test_simulator_runs import small_scenario
+from tests.simulations.simulation_support import small_scenario
 
 
 def test_completed_jobs_leave_the_engine_and_the_run_is_unchanged() -> None:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from simulations.cluster import ClusterSpec, QueueSpec, TeamSpec
 from simulations.errors import SimulationInputError
 from simulations.kwok_backend import WorkloadEventCollector
 from simulations.metrics import MetricsRecorder, percentiles
@@ -25,27 +23,9 @@ from simulations.scenarios import (
 )
 from simulations.simulator import Simulation, SimulationResult
 from simulations.traces import BUNDLED_OPENB_DIR
-from simulations.workloads import JobSpec, SyntheticWorkload, TeamLoad
+from simulations.workloads import JobSpec
+from tests.simulations.simulation_support import small_scenario
 from trainyard.cli.main import main
-
-SMALL = ClusterSpec(zones=1, spines_per_zone=2, blocks_per_spine=2, nodes_per_block=8)  # 32 nodes, 256 GPUs
-
-
-def small_scenario(**changes: Any) -> Scenario:
-    base = Scenario(
-        name="small",
-        cluster=SMALL,
-        queues=QueueSpec(teams=(TeamSpec("team-a", 0.5), TeamSpec("team-b", 0.5))),
-        workload=SyntheticWorkload(
-            jobs=150,
-            mix="kalos",
-            load=4.0,
-            max_duration=7200.0,
-            teams=(TeamLoad("team-a", 2.0), TeamLoad("team-b", 1.0, "high")),
-        ),
-        sample_seconds=60.0,
-    )
-    return dataclasses.replace(base, **changes)
 
 
 def run(scenario: Scenario, seed: int = 1) -> SimulationResult:

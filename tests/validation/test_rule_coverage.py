@@ -33,8 +33,7 @@ import scheduler.api.job_validation
 import scheduler.api.quota_validation
 import scheduler.api.validation
 from tests.validation.kueue_rule_cases import KUEUE_RULE_CASES
-from tests.validation.runtime_rule_cases import RUNTIME_RULE_CASES
-from tests.validation.test_webhook_cli_parity import (
+from tests.validation.parity_cases import (
     KUEUE_CASES,
     REPO,
     RUNTIME_CASES,
@@ -42,8 +41,9 @@ from tests.validation.test_webhook_cli_parity import (
     assert_kueue_same_message,
     cli_message,
     request,
+    two_node_job,
 )
-from tests.validation.test_webhook_cli_parity import trainjob as parity_trainjob
+from tests.validation.runtime_rule_cases import RUNTIME_RULE_CASES
 from tests.validation.trainer_rule_cases import CUSTOM_RUNTIME_CASES, TRAINER_RULE_CASES
 from webhooks.handlers import kueue as kueue_handler
 from webhooks.handlers import runtimes as runtimes_handler
@@ -257,7 +257,7 @@ def _render_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], document
     runtime_file = tmp_path / "runtime.yaml"
     runtime_file.write_text(yaml.safe_dump(document, sort_keys=False))
     job_file = tmp_path / "job.yaml"
-    job_file.write_text(yaml.safe_dump(parity_trainjob(), sort_keys=False))
+    job_file.write_text(yaml.safe_dump(two_node_job(), sort_keys=False))
     return cli_message(tmp_path, capsys, ["render", str(job_file), "--runtime", str(runtime_file)])
 
 

@@ -57,7 +57,7 @@ spec:
 """
 
 
-def trainjob(
+def trainjob_yaml(
     api_version: str = "trainer.kubeflow.org/v1alpha1", num_nodes: str = "1", proc: str = "numProcPerNode"
 ) -> str:
     return TRAINJOB.format(api_version=api_version, num_nodes=num_nodes, proc_field=proc)
@@ -77,9 +77,9 @@ def render_message(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
-        (trainjob(num_nodes="0"), ["job.yaml:9:", 'TrainJob "default/job" is invalid', "spec.trainer.numNodes"]),
-        (trainjob(num_nodes="99999999999999999999"), ["job.yaml:9:", "spec.trainer.numNodes", "2147483647"]),
-        (trainjob(api_version="trainer.kubeflow.org/v1"), ["job.yaml:1:", "apiVersion", "v1alpha1"]),
+        (trainjob_yaml(num_nodes="0"), ["job.yaml:9:", 'TrainJob "default/job" is invalid', "spec.trainer.numNodes"]),
+        (trainjob_yaml(num_nodes="99999999999999999999"), ["job.yaml:9:", "spec.trainer.numNodes", "2147483647"]),
+        (trainjob_yaml(api_version="trainer.kubeflow.org/v1"), ["job.yaml:1:", "apiVersion", "v1alpha1"]),
     ],
     ids=["num-nodes-zero", "num-nodes-huge", "trainer-v1"],
 )
@@ -102,13 +102,13 @@ def test_load_runtimes_applies_the_runtime_webhook_rules(tmp_path: Path, capsys:
     message = str(refused.value)
     assert message.startswith(f'{path}:7: ClusterTrainingRuntime "broken" is invalid: spec.mlPolicy.numNodes')
     # the same file handed to the CLI beside a TrainJob is refused in the same words
-    job = write(tmp_path, "job.yaml", trainjob())
+    job = write(tmp_path, "job.yaml", trainjob_yaml())
     assert main(["render", str(job), "--runtime", str(path)]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_unknown_fields_are_warnings_naming_the_nearest_field(tmp_path: Path) -> None:
-    path = write(tmp_path, "job.yaml", trainjob(proc="numProcsPerNode"))
+    path = write(tmp_path, "job.yaml", trainjob_yaml(proc="numProcsPerNode"))
     warnings: list[str] = []
     job = load_trainjob(path, warnings)
     assert job.metadata.name == "job"
@@ -120,7 +120,11 @@ def test_unknown_fields_are_warnings_naming_the_nearest_field(tmp_path: Path) ->
 
 def test_the_local_runner_refuses_with_the_webhooks_message(tmp_path: Path) -> None:
     # valid on its own; the plain-python runtime refuses numProcPerNode: auto (a rule that needs the runtime)
-    text = trainjob().replace("torch-distributed", "plain-python").replace("numProcPerNode: 1", "numProcPerNode: auto")
+    text = (
+        trainjob_yaml()
+        .replace("torch-distributed", "plain-python")
+        .replace("numProcPerNode: 1", "numProcPerNode: auto")
+    )
     path = write(tmp_path, "job.yaml", text)
     trainjob_model, runtimes = load_trainjob_file(path)
     with pytest.raises(LocalRunError) as refused:
@@ -132,7 +136,7 @@ def test_the_local_runner_refuses_with_the_webhooks_message(tmp_path: Path) -> N
 
 
 def test_python_m_runtimes_local_exits_2_without_a_traceback(tmp_path: Path) -> None:
-    path = write(tmp_path, "job.yaml", trainjob(num_nodes="0"))
+    path = write(tmp_path, "job.yaml", trainjob_yaml(num_nodes="0"))
     (tmp_path / "work").mkdir()  # `trainyard run` creates the job directory before it starts this launcher
     done = subprocess.run(
         [sys.executable, "-m", "runtimes.local", str(path), "--workdir", str(tmp_path / "work")],

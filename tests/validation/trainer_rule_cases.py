@@ -1,6 +1,6 @@
 """One TrainJob per Trainer (and Kueue job-label) rule the TrainJob webhook enforces on CREATE.
 
-Beyond the parity table's basics (tests/validation/test_webhook_cli_parity.py). Each case names
+Beyond the parity table's basics (tests/validation/parity_cases.py). Each case names
 the commands that must refuse it with the webhook's words: ``render`` checks Trainer's rules,
 ``admit`` also Kueue's job labels (the queue and priority class must exist, as on a cluster).
 """
@@ -17,27 +17,10 @@ from runtimes.plugins.torch import TORCH_RESERVED_ENVS
 from runtimes.plugins.torchtune import TORCHTUNE_ENTRYPOINT
 from runtimes.plugins.volcano import VOLCANO_QUEUE_ANNOTATION
 from runtimes.plugins.xgboost import XGBOOST_RESERVED_ENVS
+from tests.builders import trainjob
 
-TRAINER = "trainer.kubeflow.org/v1alpha1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 REPO = Path(__file__).resolve().parents[2]
-
-
-def trainjob(
-    runtime: str = "torch-distributed",
-    labels: dict[str, str] | None = None,
-    spec: dict[str, Any] | None = None,
-    **trainer: Any,
-) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": "job", "namespace": "default"}
-    if labels:
-        metadata["labels"] = labels
-    return {
-        "apiVersion": TRAINER,
-        "kind": "TrainJob",
-        "metadata": metadata,
-        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 1, **trainer}, **(spec or {})},
-    }
 
 
 def patch(
@@ -55,9 +38,13 @@ ADMIT = ("admit",)
 TRAINER_RULE_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("runtime-ref-name-empty", trainjob(runtime=""), BOTH),
     ("name-missing", {**trainjob(), "metadata": {"namespace": "default"}}, BOTH),
-    ("num-proc-per-node-beyond-int32", trainjob(numProcPerNode=2**40), BOTH),
-    ("num-nodes-beyond-int32-after-default", trainjob(numNodes=2**31), BOTH),
-    ("num-proc-per-node-word-for-a-plain-runtime", trainjob(runtime="plain-python", numProcPerNode="auto"), BOTH),
+    ("num-proc-per-node-beyond-int32", trainjob(trainer={"numProcPerNode": 2**40}), BOTH),
+    ("num-nodes-beyond-int32-after-default", trainjob(nodes=2**31), BOTH),
+    (
+        "num-proc-per-node-word-for-a-plain-runtime",
+        trainjob(runtime="plain-python", trainer={"numProcPerNode": "auto"}),
+        BOTH,
+    ),
     ("queue-label-not-a-name", trainjob(labels={QUEUE_LABEL: "Bad Queue"}), ADMIT),
     ("queue-label-unknown", trainjob(labels={QUEUE_LABEL: "nope"}), ADMIT),
     (
@@ -71,19 +58,19 @@ TRAINER_RULE_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         ADMIT,
     ),
     # the runtime's plugins (torch, MPI) and the JobSet plugin
-    ("torch-reserved-env", trainjob(env=[{"name": TORCH_RESERVED_ENVS[0], "value": "2"}]), BOTH),
-    ("mpi-num-proc-per-node-word", trainjob(runtime="deepspeed-distributed", numProcPerNode="auto"), BOTH),
+    ("torch-reserved-env", trainjob(trainer={"env": [{"name": TORCH_RESERVED_ENVS[0], "value": "2"}]}), BOTH),
+    ("mpi-num-proc-per-node-word", trainjob(runtime="deepspeed-distributed", trainer={"numProcPerNode": "auto"}), BOTH),
     (
         "mpi-reserved-env",
-        trainjob(runtime="deepspeed-distributed", env=[{"name": OMPI_RESERVED_ENVS[0], "value": "x"}]),
+        trainjob(runtime="deepspeed-distributed", trainer={"env": [{"name": OMPI_RESERVED_ENVS[0], "value": "x"}]}),
         BOTH,
     ),
-    ("initializer-without-its-job", trainjob(spec={"initializer": {"dataset": {"storageUri": "hf://org/data"}}}), BOTH),
-    ("patch-manager-not-a-path", trainjob(spec={"runtimePatches": [patch(manager="platform")]}), BOTH),
-    ("patch-manager-twice", trainjob(spec={"runtimePatches": [patch(), patch()]}), BOTH),
-    ("patch-job-unknown", trainjob(spec={"runtimePatches": [patch(job="worker")]}), BOTH),
-    ("patch-container-unknown", trainjob(spec={"runtimePatches": [patch(container="sidecar")]}), BOTH),
-    ("patch-container-env", trainjob(spec={"runtimePatches": [patch(env=[{"name": "A", "value": "b"}])]}), BOTH),
+    ("initializer-without-its-job", trainjob(initializer={"dataset": {"storageUri": "hf://org/data"}}), BOTH),
+    ("patch-manager-not-a-path", trainjob(runtimePatches=[patch(manager="platform")]), BOTH),
+    ("patch-manager-twice", trainjob(runtimePatches=[patch(), patch()]), BOTH),
+    ("patch-job-unknown", trainjob(runtimePatches=[patch(job="worker")]), BOTH),
+    ("patch-container-unknown", trainjob(runtimePatches=[patch(container="sidecar")]), BOTH),
+    ("patch-container-env", trainjob(runtimePatches=[patch(env=[{"name": "A", "value": "b"}])]), BOTH),
 ]
 
 
@@ -127,7 +114,9 @@ def _torchtune(name: str) -> dict[str, Any]:
 
 
 def _tune(runtime: str, num_nodes: int = 1, args: list[str] | None = None) -> dict[str, Any]:
-    return trainjob(runtime=runtime, numNodes=num_nodes, command=list(TORCHTUNE_ENTRYPOINT), args=args or [])
+    return trainjob(
+        runtime=runtime, nodes=num_nodes, trainer={"command": list(TORCHTUNE_ENTRYPOINT), "args": args or []}
+    )
 
 
 # LoRA on a quantized base: QLoRA, distributed when a node has other than one GPU or process
@@ -156,7 +145,7 @@ CUSTOM_RUNTIME_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         trainjob(),
         _runtime("torch_distributed", _env_injection({"jobName": "node", "containerNames": ["sidecar"]})),
     ),
-    ("xgboost-reserved-env", trainjob(env=[{"name": XGBOOST_RESERVED_ENVS[0], "value": "x"}]), _xgboost()),
+    ("xgboost-reserved-env", trainjob(trainer={"env": [{"name": XGBOOST_RESERVED_ENVS[0], "value": "x"}]}), _xgboost()),
     (
         "volcano-queue-empty",
         _annotated(trainjob(), {VOLCANO_QUEUE_ANNOTATION: ""}),
@@ -184,5 +173,5 @@ CUSTOM_RUNTIME_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         _tune("torchtune-llama3.2-1b", 1, [*QLORA]),
         _torchtune("torchtune-llama3.2-1b"),
     ),
-    ("mpi-launcher-as-node-without-node-job", trainjob(runtime="deepspeed-distributed", numNodes=2), _launcher_only()),
+    ("mpi-launcher-as-node-without-node-job", trainjob(runtime="deepspeed-distributed", nodes=2), _launcher_only()),
 ]

@@ -7,7 +7,7 @@ A test reads like the YAML a user writes::
     node = NodeBuilder("n1").labels(**{"cloud.example.com/block": "b1"}).capacity(cpu="32", nvidia_com_gpu="8").doc()
 
 One builder per object kind (ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology, Workload,
-WorkloadPriorityClass, Node). ``doc()`` is the document as a user writes it (what the webhook, the
+WorkloadPriorityClass; Node is in ``core``). ``doc()`` is the document as a user writes it (what the webhook, the
 fake API server and the loaders read; ``spec(**fields)`` overrides raw spec fields, so a test can
 build a document the rules must refuse); ``obj()`` is the real pydantic model read from that same
 document through ``model_validate``, exactly what the loader would have read from YAML.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from runtimes.k8s.core import Node
 from scheduler.api.kueue import (
     ClusterQueue,
     Cohort,
@@ -28,6 +27,8 @@ from scheduler.api.kueue import (
     WorkloadPriorityClass,
 )
 
+from .core import resource_name
+
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 EPOCH = "2026-01-01T00:00:00Z"
 
@@ -37,11 +38,6 @@ def timestamp(seconds: int) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"2026-01-01T{hours:02d}:{minutes:02d}:{secs:02d}Z"
-
-
-def _resource_name(key: str) -> str:
-    """A keyword argument's spelling of a resource name: ``nvidia_com_gpu`` is ``nvidia.com/gpu``."""
-    return key.replace("nvidia_com_", "nvidia.com/")
 
 
 def _envelope(kind: str, metadata: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -217,7 +213,7 @@ class WorkloadBuilder:
         **requests: str,
     ) -> Self:
         """A pod set; ``requests`` per pod, with ``nvidia_com_gpu`` spelled for ``nvidia.com/gpu``."""
-        resources = {_resource_name(key): value for key, value in requests.items()}
+        resources = {resource_name(key): value for key, value in requests.items()}
         pod_spec: dict[str, Any] = {
             "containers": [{"name": "c", "image": "busybox", "resources": {"requests": resources}}]
         }
@@ -331,54 +327,3 @@ class TopologyBuilder:
 
 def priority_class(name: str, value: int) -> WorkloadPriorityClass:
     return WorkloadPriorityClass.model_validate(_envelope("WorkloadPriorityClass", {"name": name}, value=value))
-
-
-class NodeBuilder:
-    """A core/v1 Node: labels, capacity (also its allocatable), readiness, taints."""
-
-    def __init__(self, name: str) -> None:
-        self._metadata: dict[str, Any] = {"name": name}
-        self._spec: dict[str, Any] = {}
-        self._resources: dict[str, str] = {}
-        self._ready: bool | None = None
-
-    def labels(self, **labels: str) -> Self:
-        """Labels; a key that is no Python name goes in as ``**{"cloud.example.com/block": "b1"}``."""
-        self._metadata.setdefault("labels", {}).update(labels)
-        return self
-
-    def capacity(self, **resources: str) -> Self:
-        """Capacity and allocatable, ``nvidia_com_gpu`` spelled for ``nvidia.com/gpu``."""
-        self._resources.update({_resource_name(key): value for key, value in resources.items()})
-        return self
-
-    def ready(self, ready: bool = True) -> Self:
-        """Give the node a Ready condition (a node with none counts as Ready)."""
-        self._ready = ready
-        return self
-
-    def unschedulable(self) -> Self:
-        self._spec["unschedulable"] = True
-        return self
-
-    def taint(self, key: str, effect: str = "NoSchedule", value: str | None = None) -> Self:
-        taint = {"key": key, "effect": effect, **({"value": value} if value is not None else {})}
-        self._spec.setdefault("taints", []).append(taint)
-        return self
-
-    def doc(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": dict(self._metadata)}
-        if self._spec:
-            data["spec"] = dict(self._spec)
-        status: dict[str, Any] = {}
-        if self._resources:
-            status["allocatable"] = dict(self._resources)
-            status["capacity"] = dict(self._resources)
-        if self._ready is not None:
-            status["conditions"] = [{"type": "Ready", "status": "True" if self._ready else "False"}]
-        if status:
-            data["status"] = status
-        return data
-
-    def obj(self) -> Node:
-        return Node.model_validate(self.doc())
