@@ -18,7 +18,7 @@ from scheduler.kube import KubeClient
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
 from trainyard.cli.errors import UserError
 from trainyard.cli.main import main
-from trainyard.cli.run_cluster import JobWatch
+from trainyard.cli.run.submission import JobWatch
 
 __all__ = ["fake_api"]
 
@@ -133,7 +133,7 @@ async def test_a_namespace_it_may_not_watch_is_said_plainly(fake_api: FakeApi) -
 def test_a_node_shared_by_two_pods_is_named_once_with_its_pod_count() -> None:
     """Three ranks on two nodes: each node once, in rank order, the shared one with its count."""
     from scheduler.api.topology_assignment import encode_topology_assignment
-    from trainyard.cli.run_cluster import workload_line
+    from trainyard.cli.run.submission import workload_line
 
     assignment = encode_topology_assignment(["kubernetes.io/hostname"], [(["gpu-node-a"], 2), (["gpu-node-b"], 1)])
     workload = {

@@ -9,10 +9,10 @@ import re
 import pytest
 
 from sandbox.embedded import LOCAL_INFORMERS, LocalCluster
+from trainyard.cli.cluster_demo.seed import cluster_objects
+from trainyard.cli.cluster_demo.watch import ClusterWatch, TourTimeout
 from trainyard.cli.demo import steps
 from trainyard.cli.main import main
-from trainyard.cli.tour_cluster import cluster_objects
-from trainyard.cli.tour_watch import ClusterWatch, TourTimeout
 
 
 def test_the_tour_shows_admission_pending_preemption_and_completion_as_read_from_the_server(

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from sandbox.embedded import LocalCluster
 from scheduler.api.topology_assignment import decode_topology_assignment
 from scheduler.kube import KubeClient
-from trainyard.cli.tour_cluster import TourJob, cluster_objects, trainjob
+from trainyard.cli.cluster_demo.seed import TourJob, cluster_objects, trainjob
 
 T = TypeVar("T")
 TEAM = "team-a"

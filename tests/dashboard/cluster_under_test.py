@@ -30,7 +30,7 @@ from scheduler.engine import AdmissionEngine, WorkloadInfo
 from scheduler.kube import KubeApiError, KubeClient, close_api_client, load_api_client
 from scheduler.queues import QueueState, cluster_queue_summaries, load_state
 from trainyard.cli.dashboard import ClusterMirror, controller_dashboard
-from trainyard.cli.queues_cluster import read_cluster
+from trainyard.cli.queues.cluster_side import read_cluster
 
 KUBECONFIG_ENV = "TRAINYARD_DASHBOARD_KUBECONFIG"
 # Each ClusterQueue row: name, admitted, pending, and per resource "usage / nominal" (before the comma).

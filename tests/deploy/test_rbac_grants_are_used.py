@@ -24,8 +24,8 @@ from sandbox.embedded import LocalCluster
 from scheduler.controllers.ungater import REPLICATED_JOB_REPLICAS_LABEL, is_gated
 from trainyard.benchmarks.controller import queue_objects
 from trainyard.benchmarks.controller import trainjob as plain_trainjob
-from trainyard.cli.tour_cluster import TourJob, cluster_objects
-from trainyard.cli.tour_cluster import trainjob as tas_trainjob
+from trainyard.cli.cluster_demo.seed import TourJob, cluster_objects
+from trainyard.cli.cluster_demo.seed import trainjob as tas_trainjob
 
 JOBSET = "jobset.x-k8s.io/v1alpha2"
 TRAINER = "trainer.kubeflow.org/v1alpha1"

@@ -172,7 +172,7 @@ async def test_set_quota_patches_with_the_resource_version(fake_api: FakeApi) ->
 
 async def test_a_stale_resource_version_is_refused_with_advice(fake_api: FakeApi) -> None:
     from trainyard.cli.errors import UserError
-    from trainyard.cli.queues_cluster import patch_cluster_queue
+    from trainyard.cli.queues.cluster_side import patch_cluster_queue
 
     await _load_cluster(fake_api)
     api = await fake_api.api_client()

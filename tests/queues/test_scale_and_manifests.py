@@ -11,7 +11,7 @@ import yaml
 
 from scheduler.queues import cluster_queue_summaries, cohort_summaries, load_state, pending_workloads
 from simulations.scenarios import BUILTIN, build
-from trainyard.cli.queues_render import print_list
+from trainyard.cli.queues.output import print_list
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "visibility"
 
@@ -35,7 +35,7 @@ def test_a_thousand_cluster_queues_print_one_page_at_80_columns(capsys: pytest.C
 def test_pending_at_a_thousand_cluster_queues_is_one_page_at_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
     from simulations.engine_driver import EngineDriver
     from simulations.events import RandomStreams
-    from trainyard.cli.queues_render import print_pending
+    from trainyard.cli.queues.output import print_pending
 
     built = build(BUILTIN["kueue-large"])
     driver = EngineDriver()

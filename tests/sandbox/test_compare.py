@@ -17,7 +17,7 @@ from simulations.cluster import ClusterSpec
 from simulations.errors import SimulationInputError
 from simulations.scenarios import BUILTIN, FailureSpec, Scenario, build
 from simulations.workloads import SyntheticWorkload
-from trainyard.cli.simulate_sandbox import compare_backends
+from trainyard.cli.simulate.sandbox_backend import compare_backends
 
 CONTENDED = Scenario(
     name="contended",
@@ -97,7 +97,7 @@ def test_recorded_simulation_keeps_every_played_decision() -> None:
 
 
 def test_a_paced_report_says_why_decisions_differ_and_a_lockstep_one_that_timing_is_not_why() -> None:
-    from trainyard.cli.simulate_sandbox import why_they_differ
+    from trainyard.cli.simulate.sandbox_backend import why_they_differ
 
     report: dict[str, Any] = {
         "clock": "wall clock sped up 600x",

@@ -18,7 +18,7 @@ from simulations.cluster import ClusterSpec
 from simulations.scenarios import IMMEDIATE_STAGES_DIR, Scenario, build
 from simulations.workloads import SyntheticWorkload
 from trainyard.cli.main import main
-from trainyard.cli.simulate_sandbox import run_kwok_trainyard
+from trainyard.cli.simulate.sandbox_backend import run_kwok_trainyard
 
 SMALL = Scenario(
     name="kwok-small",

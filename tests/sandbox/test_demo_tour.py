@@ -11,10 +11,10 @@ import re
 import pytest
 
 from sandbox.embedded import LocalCluster
+from trainyard.cli.cluster_demo.display import placement
+from trainyard.cli.cluster_demo.sdk_steps import NEVER_FITS_NODES, SDK_TEAM, train_and_wait, train_never_fits
+from trainyard.cli.cluster_demo.seed import cluster_objects
 from trainyard.cli.demo import steps
-from trainyard.cli.tour_cluster import cluster_objects
-from trainyard.cli.tour_render import placement
-from trainyard.cli.tour_sdk import NEVER_FITS_NODES, SDK_TEAM, train_and_wait, train_never_fits
 
 
 async def test_the_sdk_job_runs_to_complete_and_a_job_bigger_than_the_cluster_is_refused_by_the_webhook() -> None:
@@ -48,7 +48,7 @@ async def test_the_sdk_job_runs_to_complete_and_a_job_bigger_than_the_cluster_is
 
 
 async def test_without_the_webhook_the_job_that_never_fits_is_stored_and_the_tour_says_so() -> None:
-    from trainyard.cli.tour_watch import TourTimeout
+    from trainyard.cli.cluster_demo.watch import TourTimeout
 
     async with LocalCluster(cluster_objects()) as cluster:
         with pytest.raises(TourTimeout, match="trainyard's webhook should have refused it"):

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from runtimes.k8s.quantity import parse_quantity
-from trainyard.cli.admit import admit
+from trainyard.cli.admit.command import admit
 
 HERE = Path(__file__).resolve().parent
 STATUSES = {"Admitted", "Pending", "Preempted", "Inadmissible", "Finished"}

@@ -71,7 +71,7 @@ def scenario_input(args: argparse.Namespace) -> ParityInput:
 
 def objects_input(paths: list[str], fair_sharing: bool) -> ParityInput:
     """One `admit` input (files and directories read together), as `trainyard admit` reads it."""
-    from trainyard.cli.admit import _load_inputs
+    from trainyard.cli.admit.command import _load_inputs
     from trainyard.cli.errors import UserError
 
     try:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from simulations.engine_driver import EngineDriver
     from simulations.events import RandomStreams
     from simulations.scenarios import BUILTIN, build
-    from trainyard.cli.queues_render import cluster_queue_table, cohort_tree, pending_table
+    from trainyard.cli.queues.output import cluster_queue_table, cohort_tree, pending_table
 
     built = build(BUILTIN["kueue-large"])
     driver = EngineDriver()
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     state = load_state(built.objects, workloads, now=0.0)
     load_s = time.perf_counter() - started
-    gc.freeze()  # as `trainyard queues` does once the state is loaded (trainyard.cli.queues.evaluate)
+    gc.freeze()  # as `trainyard queues` does once the state is loaded (trainyard.cli.queues.command.evaluate)
 
     started = time.perf_counter()
     summaries = cluster_queue_summaries(state)

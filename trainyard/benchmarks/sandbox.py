@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from sandbox.compare.comparison import comparable
     from simulations.scenarios import build
     from trainyard.benchmarks.calibration import calibration_seconds
-    from trainyard.cli.simulate_sandbox import compare_backends
+    from trainyard.cli.simulate.sandbox_backend import compare_backends
 
     if args.jobs < 1 or args.nodes < NODES_PER_BLOCK or args.nodes % NODES_PER_BLOCK:
         raise SystemExit(f"--jobs must be at least 1 and --nodes a positive multiple of {NODES_PER_BLOCK}")

@@ -209,7 +209,7 @@ def cluster_quota_writer(kubeconfig: Path | None, context: str | None, cache: An
     resourceVersion the dashboard saw, so a queue changed meanwhile is refused, not overwritten."""
 
     async def write(plan: Any, change: Any) -> str:
-        from trainyard.cli.queues_cluster import patch_cluster_queue
+        from trainyard.cli.queues.cluster_side import patch_cluster_queue
 
         seen = cache.get("ClusterQueue", change.cluster_queue) or {}
         version = str((seen.get("metadata") or {}).get("resourceVersion") or "")
@@ -230,7 +230,7 @@ def cluster_quota_writer(kubeconfig: Path | None, context: str | None, cache: An
 def files_data(paths: list[Path], *, strict: bool, quota: bool) -> DashboardData:
     """The queues in YAML files, loaded once through the one validation path (as `queues --objects`)."""
     from dashboard import DashboardData, StaticQueues
-    from trainyard.cli.queues_source import _load_files
+    from trainyard.cli.queues.source import _load_files
 
     def load() -> StaticQueues:
         loaded = _load_files(paths, strict=strict)
@@ -239,7 +239,7 @@ def files_data(paths: list[Path], *, strict: bool, quota: bool) -> DashboardData
     data = DashboardData("files " + ", ".join(map(str, paths)), queues=load())
 
     async def write(plan: Any, change: Any) -> str:
-        from trainyard.cli.queues_edit import edit_file, find_cluster_queue_file
+        from trainyard.cli.queues.file_edit import edit_file, find_cluster_queue_file
 
         path = find_cluster_queue_file(paths, change.cluster_queue)
         edit_file(path, change)

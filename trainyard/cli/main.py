@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("trainyard.cli.serve", "run the cluster services: the admission webhook (HTTPS) and the controllers"),
     "queues": ("trainyard.cli.queues", "queue quota administration: list, pending, describe, set-quota, what-if"),
     "cluster-demo": (
-        "trainyard.cli.tour",
+        "trainyard.cli.cluster_demo",
         "TrainJobs through trainyard's controllers on a sandbox API server, watched step by step",
     ),
     "sandbox": (

@@ -5,7 +5,7 @@ its node pods run as local processes: numNodes x numProcPerNode ranks on loopbac
 first, logs prefixed with the rank, the JobSet failurePolicy and podFailurePolicy honoured. A node
 that asks for ``nvidia.com/gpu`` gets its own slice of this machine's GPUs (``--device`` overrides).
 With ``--kubeconfig`` it is submitted to that cluster and followed to its end
-(``trainyard.cli.run_cluster``).
+(``trainyard.cli.run.submission``).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_on_cluster(args: argparse.Namespace) -> int:
     from trainyard.cli.inputs import one_trainjob
-    from trainyard.cli.run_cluster import Submission, submit
+    from trainyard.cli.run.submission import Submission, submit
 
     read, _ = one_trainjob(args.trainjob, strict=args.strict)  # the cluster's runtimes and webhooks judge the rest
     document = read.document.data

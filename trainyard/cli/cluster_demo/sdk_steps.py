@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainyard.cli.tour_cluster import GPUS_PER_NODE, LOCAL_QUEUE
-from trainyard.cli.tour_watch import TourTimeout
+from trainyard.cli.cluster_demo.seed import GPUS_PER_NODE, LOCAL_QUEUE
+from trainyard.cli.cluster_demo.watch import TourTimeout
 
 if TYPE_CHECKING:
     from trainyard.sdk import TrainerClient

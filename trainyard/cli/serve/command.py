@@ -13,8 +13,8 @@ From a cluster, one informer per cached kind mirrors it, and /readyz says ready 
 kind has been listed. With the controllers, the same port serves Kueue's visibility API, for the
 aggregator (``--requestheader-client-ca-file``) and for bearer tokens.
 
-This module holds the command line; ``serve_webhook`` runs the webhook (and the controllers beside
-it), ``serve_controller`` the controllers alone, ``serve_cluster`` their cluster connections.
+This module holds the command line; ``admission_webhook`` runs the webhook (and the controllers
+beside it), ``controllers_alone`` the controllers alone, ``serve_cluster`` their cluster connections.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("'serve controller' works against a cluster: use --kubeconfig PATH or run it in a Pod")
         if args.context is not None and args.kubeconfig is None:
             raise UserError("--context needs --kubeconfig PATH")
-        from trainyard.cli.serve_controller import serve_controller_alone
+        from trainyard.cli.serve.controllers_alone import serve_controller_alone
 
         return asyncio.run(serve_controller_alone(args))
     if args.tls_cert_dir is None and not args.self_signed:
@@ -244,6 +244,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--port {args.port} is not a TCP port; use 1-65535 (0 picks a free one)")
     if args.requestheader_allowed_names is not None and args.requestheader_client_ca_file is None:
         raise UserError("--requestheader-allowed-names needs --requestheader-client-ca-file FILE")
-    from trainyard.cli.serve_webhook import serve_webhook
+    from trainyard.cli.serve.admission_webhook import serve_webhook
 
     return asyncio.run(serve_webhook(args))

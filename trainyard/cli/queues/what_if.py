@@ -50,7 +50,7 @@ def _base(args: argparse.Namespace) -> Any:
             raise UserError(f"unknown scenario {args.scenario!r}; built-in: {', '.join(BUILTIN)}")
         base = Rehearsal(build(BUILTIN[args.scenario]))
     else:
-        from trainyard.cli.queues_source import load_source
+        from trainyard.cli.queues.source import load_source
 
         loaded = load_source(args)
         base = rehearsal_from_queues(
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     from rich import box
     from rich.table import Table
 
-    from trainyard.cli.queues_render import console, dump
+    from trainyard.cli.queues.output import console, dump
 
     report = rehearse(args)
     if args.output != "table":

@@ -63,7 +63,7 @@ async def run_sandbox(
                 if standin is not None:
                     standin.batch_seconds = LOCKSTEP_BATCH
 
-        def queues() -> Iterable[WorkQueue]:
+        def queues() -> Iterable[WorkQueue[Any]]:
             return [c.queue for c in (*replica.service.manager.controllers, *standins.controllers)]
 
         driver = LockstepRun(built, sandbox.client(), sandbox.server, queues, seed, speedup=speedup, progress=progress)

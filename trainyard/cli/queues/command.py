@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainyard.cli.errors import UserError
-from trainyard.cli.queues_source import Loaded, load_source
+from trainyard.cli.queues.source import Loaded, load_source
 
 if TYPE_CHECKING:
     from scheduler.queues import QueueState
@@ -81,7 +81,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     quota.add_argument("--lending-limit", metavar="Q")
     quota.add_argument("--yes", action="store_true", help="apply the change (without it, only show it)")
 
-    from trainyard.cli.queues_whatif import configure as configure_what_if
+    from trainyard.cli.queues.what_if import configure as configure_what_if
 
     whatif = commands.add_parser("what-if", help="simulate the queues with and without changes, compare per queue")
     _source_arguments(whatif)
@@ -119,7 +119,7 @@ def _page(items: list[Any], args: argparse.Namespace) -> list[Any]:
 
 def run_list(args: argparse.Namespace) -> int:
     from scheduler.queues import cluster_queue_summaries, cohort_summaries
-    from trainyard.cli import queues_render
+    from trainyard.cli.queues import output
 
     loaded = load_source(args)
     state = evaluate(loaded, args)
@@ -141,7 +141,7 @@ def run_list(args: argparse.Namespace) -> int:
         "pending": sum(s.pending for s in every),
     }
     if args.output != "table":
-        queues_render.dump(
+        output.dump(
             {
                 "totals": totals,
                 "total": len(selected),
@@ -153,13 +153,13 @@ def run_list(args: argparse.Namespace) -> int:
             args.output,
         )
         return 0
-    queues_render.print_list(page, cohorts, total=len(selected), offset=args.offset, totals=totals, notes=notes)
+    output.print_list(page, cohorts, total=len(selected), offset=args.offset, totals=totals, notes=notes)
     return 0
 
 
 def run_pending(args: argparse.Namespace) -> int:
     from scheduler.queues import pending_workloads
-    from trainyard.cli import queues_render
+    from trainyard.cli.queues import output
 
     loaded = load_source(args)
     state = evaluate(loaded, args)
@@ -181,21 +181,21 @@ def run_pending(args: argparse.Namespace) -> int:
     entries = pending_workloads(state, cluster_queue=cluster_queue, namespace=args.namespace, local_queue=local_queue)
     source = "computed locally by the engine"
     if args.kubeconfig is not None and not args.local:
-        from trainyard.cli.queues_visibility import ordered_by_cluster
+        from trainyard.cli.queues.pending_order import ordered_by_cluster
 
         entries, source = ordered_by_cluster(args, state, entries, cluster_queue, local_queue)
     for note_text in loaded.notes:
-        queues_render.console().print(f"[dim]note: {note_text}[/]")
+        output.console().print(f"[dim]note: {note_text}[/]")
     page = _page(entries, args)
     if args.output != "table":
-        queues_render.dump(
+        output.dump(
             {"source": source, "total": len(entries), "offset": args.offset, "items": [e.to_dict() for e in page]},
             args.output,
         )
         return 0
     show_cq = cluster_queue is None
-    queues_render.print_pending(page, total=len(entries), offset=args.offset, show_cluster_queue=show_cq)
-    queues_render.console().print(f"[dim]order and positions: {source}[/]")
+    output.print_pending(page, total=len(entries), offset=args.offset, show_cluster_queue=show_cq)
+    output.console().print(f"[dim]order and positions: {source}[/]")
     return 0
 
 
@@ -205,7 +205,7 @@ def _workload_key(args: argparse.Namespace) -> str:
 
 def run_describe(args: argparse.Namespace) -> int:
     from scheduler.queues import describe_workload
-    from trainyard.cli import queues_render
+    from trainyard.cli.queues import output
 
     loaded = load_source(args)
     state = evaluate(loaded, args)
@@ -221,15 +221,15 @@ def run_describe(args: argparse.Namespace) -> int:
     story = describe_workload(state, key, estimate)
     assert story is not None
     if args.output != "table":
-        queues_render.dump(story.to_dict(), args.output)
+        output.dump(story.to_dict(), args.output)
         return 0
-    queues_render.print_story(story)
+    output.print_story(story)
     return 0
 
 
 def run_set_quota(args: argparse.Namespace) -> int:
     from scheduler.queues import QuotaChange, QuotaChangeError, plan_quota_change
-    from trainyard.cli import queues_render
+    from trainyard.cli.queues import output
     from webhooks.handlers import describe_errors, subject_of
 
     loaded = load_source(args)
@@ -250,9 +250,9 @@ def run_set_quota(args: argparse.Namespace) -> int:
     elif args.yes:
         applied = "nothing to apply: the quota already has these values"
     if args.output != "table":
-        queues_render.dump({**plan.to_dict(), "applied": applied}, args.output)
+        output.dump({**plan.to_dict(), "applied": applied}, args.output)
         return 0
-    queues_render.print_plan(plan, applied)
+    output.print_plan(plan, applied)
     return 0
 
 
@@ -262,7 +262,7 @@ def _where_in_files(args: argparse.Namespace, cluster_queue: str, field: str) ->
         return ""
     from runtimes.k8s.documents import read_documents
     from runtimes.messages import parse_field_path
-    from trainyard.cli.queues_edit import find_cluster_queue_file
+    from trainyard.cli.queues.file_edit import find_cluster_queue_file
 
     path = find_cluster_queue_file(args.objects, cluster_queue)
     for document in read_documents([path]):
@@ -273,12 +273,12 @@ def _where_in_files(args: argparse.Namespace, cluster_queue: str, field: str) ->
 
 def _apply(args: argparse.Namespace, loaded: Loaded, new: Any, change: Any) -> str:
     if args.objects is not None:
-        from trainyard.cli.queues_edit import edit_file, find_cluster_queue_file
+        from trainyard.cli.queues.file_edit import edit_file, find_cluster_queue_file
 
         path = find_cluster_queue_file(args.objects, change.cluster_queue)
         edit_file(path, change)
         return f"applied: {path} edited in place"
-    from trainyard.cli.queues_cluster import patch_cluster_queue
+    from trainyard.cli.queues.cluster_side import patch_cluster_queue
 
     version = loaded.resource_versions.get(change.cluster_queue, "")
     groups = new.to_dict()["spec"]["resourceGroups"]
@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
     handlers = {"list": run_list, "pending": run_pending, "describe": run_describe, "set-quota": run_set_quota}
     try:
         if args.queues_command == "what-if":
-            from trainyard.cli.queues_whatif import run as run_what_if
+            from trainyard.cli.queues.what_if import run as run_what_if
 
             return run_what_if(args)
         return handlers[args.queues_command](args)

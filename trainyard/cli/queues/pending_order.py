@@ -14,7 +14,7 @@ from typing import Any
 
 from scheduler.engine import parse_timestamp
 from scheduler.queues import PendingWorkload, QueueState
-from trainyard.cli.queues_cluster import ask_visibility, note, visibility_path
+from trainyard.cli.queues.cluster_side import ask_visibility, note, visibility_path
 
 ALL_PENDING = 100_000  # the summary's limit when every position is wanted
 

@@ -1,11 +1,11 @@
 """`trainyard cluster-demo`: TrainJobs going through trainyard's real service, watched as with kubectl.
 
 A ``LocalCluster`` (the sandbox API server on loopback) is seeded with a small GPU cluster
-(``tour_cluster``: four 8-GPU hosts in two blocks, two teams' ClusterQueues in one cohort with
+(``seed``: four 8-GPU hosts in two blocks, two teams' ClusterQueues in one cohort with
 preemption); trainyard's admission webhook (registered with manifests/webhook's
 configurations, called by the API server), its controller service and the stand-ins for the
 JobSet and Job controllers, the binder and the kubelet run against it over HTTPS. A data
-scientist first trains with the SDK's Kubernetes backend (``tour_sdk``) and waits for the job to
+scientist first trains with the SDK's Kubernetes backend (``sdk_steps``) and waits for the job to
 complete, then asks for more GPUs than the cluster has and the webhook refuses it. The tour then
 submits TrainJobs through the API, as a user would, and prints step by step what the API server
 says happened: Workloads created and admitted with their flavor and topologyAssignment, a job
@@ -24,13 +24,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from trainyard.cli.tour_cluster import TourJob
+from trainyard.cli.cluster_demo.seed import TourJob
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from sandbox.embedded import LocalCluster
-    from trainyard.cli.tour_watch import ClusterWatch
+    from trainyard.cli.cluster_demo.watch import ClusterWatch
 
 # The plan: who submits what. How long each pod runs is chosen so that the first two gangs
 # still hold the whole fabric when the sweep and the urgent job arrive.
@@ -73,7 +73,7 @@ class Tour:
         self.console.print(Rule(f"[bold]{title}", align="left"))
 
     async def submit(self, job: TourJob) -> None:
-        from trainyard.cli.tour_cluster import trainjob
+        from trainyard.cli.cluster_demo.seed import trainjob
 
         await self.cluster.client.create(trainjob(job))
         priority = job.priority or "default"
@@ -89,7 +89,7 @@ class Tour:
         return self.watch.workload_of(job.team, job.name)
 
     async def admitted(self, job: TourJob) -> dict[str, Any]:
-        from trainyard.cli.tour_watch import condition_is_true
+        from trainyard.cli.cluster_demo.watch import condition_is_true
 
         def check() -> dict[str, Any] | None:
             workload = self.workload(job)
@@ -99,7 +99,7 @@ class Tour:
         return found
 
     async def show_cluster(self) -> None:
-        from trainyard.cli.tour_render import nodes_table, queues_table
+        from trainyard.cli.cluster_demo.display import nodes_table, queues_table
 
         self.step("A sandbox GPU cluster: 4 hosts × 8 H100s in 2 blocks, 2 teams in a cohort")
         client = self.cluster.client
@@ -107,8 +107,8 @@ class Tour:
         self.console.print(queues_table((await client.list("ClusterQueue")).items))
 
     async def sdk_user(self) -> None:
-        from trainyard.cli.tour_render import new_table, nodes_in_words, placement
-        from trainyard.cli.tour_sdk import SDK_TEAM, in_thread_train_and_wait
+        from trainyard.cli.cluster_demo.display import new_table, nodes_in_words, placement
+        from trainyard.cli.cluster_demo.sdk_steps import SDK_TEAM, in_thread_train_and_wait
 
         self.step(f"{SDK_TEAM} trains with the SDK's Kubernetes backend and waits for Complete")
         self.console.print(
@@ -135,14 +135,14 @@ class Tour:
         self.console.print(table)
 
     async def never_fits(self) -> None:
-        from trainyard.cli.tour_sdk import NEVER_FITS_NODES, SDK_TEAM, in_thread_train_never_fits
+        from trainyard.cli.cluster_demo.sdk_steps import NEVER_FITS_NODES, SDK_TEAM, in_thread_train_never_fits
 
         self.step(f"{SDK_TEAM} asks the SDK for {NEVER_FITS_NODES} × 8 GPUs (the cluster has 32): the webhook refuses")
         message = await in_thread_train_never_fits(self.cluster.kubeconfig)
         self.console.print(f"[red]refused[/] (ValueError from client.train): {message}", highlight=False)
 
     async def first_gangs(self) -> None:
-        from trainyard.cli.tour_render import admitted_line
+        from trainyard.cli.cluster_demo.display import admitted_line
 
         self.step("Two teams submit a 2-node gang each: Workloads created and admitted")
         for job in (PRETRAIN, FINETUNE):
@@ -160,8 +160,8 @@ class Tour:
             self.console.print(admitted_line(await self.admitted(job)))
 
     async def pending_sweep(self) -> None:
-        from trainyard.cli.tour_render import condition_line
-        from trainyard.cli.tour_watch import condition
+        from trainyard.cli.cluster_demo.display import condition_line
+        from trainyard.cli.cluster_demo.watch import condition
 
         self.step("team-a submits a sweep while all 32 GPUs are held: it waits")
         await self.submit(SWEEP)
@@ -182,8 +182,8 @@ class Tour:
         self.console.print(f"  {condition_line(workload, 'QuotaReserved')}", highlight=False)
 
     async def preemption(self) -> None:
-        from trainyard.cli.tour_render import admitted_line, condition_line
-        from trainyard.cli.tour_watch import condition_is_true
+        from trainyard.cli.cluster_demo.display import admitted_line, condition_line
+        from trainyard.cli.cluster_demo.watch import condition_is_true
 
         self.step("A high-priority job preempts the low-priority pretraining")
         await self.submit(URGENT)
@@ -213,7 +213,7 @@ class Tour:
     async def ungated_pods(self) -> None:
         from scheduler.api.topology_assignment import HOSTNAME_LABEL
         from scheduler.controllers.ungater import is_gated, placement_for_pod
-        from trainyard.cli.tour_render import new_table
+        from trainyard.cli.cluster_demo.display import new_table
 
         self.step(f"The pods of {URGENT.key} are ungated onto their placed nodes")
         workload = await self.admitted(URGENT)
@@ -242,12 +242,12 @@ class Tour:
             table.add_row(pod["metadata"]["name"], placed, bound, gates, (pod.get("status") or {}).get("phase", "-"))
         self.console.print(table)
         if mismatched:
-            from trainyard.cli.tour_watch import TourTimeout
+            from trainyard.cli.cluster_demo.watch import TourTimeout
 
             raise TourTimeout(f"pods {', '.join(mismatched)} run on a node their topologyAssignment does not name")
 
     async def completion(self) -> None:
-        from trainyard.cli.tour_watch import trainjob_phase, workload_phase
+        from trainyard.cli.cluster_demo.watch import trainjob_phase, workload_phase
 
         self.step("JobSets complete, quota is released, the waiting jobs are admitted")
         shown = len(self.watch.changes)
@@ -269,7 +269,7 @@ class Tour:
         await self.wait(all_complete, "every TrainJob to complete and its Workload to finish")
 
     def usage(self, title: str) -> Any:
-        from trainyard.cli.tour_render import usage_table
+        from trainyard.cli.cluster_demo.display import usage_table
 
         return usage_table(
             self.watch.of_kind("ClusterQueue"),
@@ -279,8 +279,8 @@ class Tour:
         )
 
     def summary(self) -> None:
-        from trainyard.cli.tour_render import new_table, nodes_in_words, placement
-        from trainyard.cli.tour_watch import trainjob_phase
+        from trainyard.cli.cluster_demo.display import new_table, nodes_in_words, placement
+        from trainyard.cli.cluster_demo.watch import trainjob_phase
 
         self.step("Every TrainJob's path, and the ClusterQueues at the end")
         columns = ("TRAINJOB", "PRIORITY", "PATH (Workload phases as observed)", "LAST PLACEMENT", "STATUS")
@@ -312,8 +312,8 @@ class Tour:
 
 async def tour(step_timeout: float, console: Console) -> None:
     from sandbox.embedded import LOCAL_INFORMERS, LocalCluster
-    from trainyard.cli.tour_cluster import cluster_objects
-    from trainyard.cli.tour_watch import ClusterWatch
+    from trainyard.cli.cluster_demo.seed import cluster_objects
+    from trainyard.cli.cluster_demo.watch import ClusterWatch
 
     async with LocalCluster(cluster_objects()) as cluster:
         console.print(
@@ -321,7 +321,7 @@ async def tour(step_timeout: float, console: Console) -> None:
         )
         await cluster.start_webhook()
         replica = await cluster.start_controllers()
-        from trainyard.cli.tour_watch import TourTimeout
+        from trainyard.cli.cluster_demo.watch import TourTimeout
 
         try:
             async with asyncio.timeout(step_timeout):
@@ -346,9 +346,9 @@ async def tour(step_timeout: float, console: Console) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from trainyard.cli.cluster_demo.component_logs import component_logs
+    from trainyard.cli.cluster_demo.watch import TourTimeout
     from trainyard.cli.errors import UserError
-    from trainyard.cli.tour_logs import component_logs
-    from trainyard.cli.tour_watch import TourTimeout
 
     if args.step_timeout <= 0:
         raise UserError(f"--step-timeout must be above 0 seconds, not {args.step_timeout:g}")

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from simulations.errors import SimulationInputError
     from simulations.scenarios import build, resolve_scenario, with_trace
     from simulations.simulator import Simulation
-    from trainyard.cli.simulate_sandbox import run_kwok_trainyard
+    from trainyard.cli.simulate.sandbox_backend import run_kwok_trainyard
 
     if args.compare:
         raise UserError("--backend sandbox runs one scenario beside the simulator; drop --compare")

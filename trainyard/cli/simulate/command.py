@@ -125,19 +125,19 @@ def run(args: argparse.Namespace) -> int:
         args.trace = BUNDLED_OPENB_DIR
 
     if args.backend == "sandbox" and args.real:
-        from trainyard.cli import simulate_real
+        from trainyard.cli.simulate import real_cluster
 
-        return simulate_real.run(args)
+        return real_cluster.run(args)
     if args.real or args.binaries is not None:
         raise UserError("--real and --binaries apply to --backend sandbox")
     if args.backend == "sandbox":
-        from trainyard.cli import simulate_sandbox
+        from trainyard.cli.simulate import sandbox_backend
 
-        return simulate_sandbox.run(args)
+        return sandbox_backend.run(args)
     if args.backend == "kwok" and args.controllers == "trainyard":
-        from trainyard.cli import simulate_sandbox
+        from trainyard.cli.simulate import sandbox_backend
 
-        return simulate_sandbox.run_kwok(args)
+        return sandbox_backend.run_kwok(args)
     if args.gpu_sharing and args.mode != "saturation":
         raise UserError("--gpu-sharing applies to --mode saturation (the openb replay)")
     try:
@@ -146,9 +146,9 @@ def run(args: argparse.Namespace) -> int:
 
             return simulate_saturation.run(args)
         if args.compare_policies:
-            from trainyard.cli import simulate_policies
+            from trainyard.cli.simulate import policies
 
-            return simulate_policies.run(args)
+            return policies.run(args)
         return _run(args)
     except SimulationInputError as error:
         raise UserError(str(error)) from None

@@ -13,8 +13,8 @@ from rich.table import Table
 
 from runtimes.k8s.quantity import format_amount, parse_quantity, to_amount
 from scheduler.api.topology_assignment import TopologyAssignmentError, decode_topology_assignment
-from trainyard.cli.tour_cluster import BLOCK_LABEL, GPU
-from trainyard.cli.tour_watch import condition, condition_is_true, owner_name, workload_phase
+from trainyard.cli.cluster_demo.seed import BLOCK_LABEL, GPU
+from trainyard.cli.cluster_demo.watch import condition, condition_is_true, owner_name, workload_phase
 
 
 def new_table(title: str, columns: Sequence[str]) -> Table:

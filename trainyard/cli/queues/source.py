@@ -1,7 +1,7 @@
 """Where `trainyard queues` reads the queues from: YAML files (``--objects``) or a cluster (``--kubeconfig``).
 
 Shared by every ``queues`` subcommand, ``what-if`` included, so it sits below both
-``trainyard.cli.queues`` and ``trainyard.cli.queues_whatif``.
+``trainyard.cli.queues.command`` and ``trainyard.cli.queues.what_if``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def load_source(args: argparse.Namespace) -> Loaded:
         raise UserError("name where the queues are: --objects DIR (YAML files) or --kubeconfig PATH (a cluster)")
     if args.objects is not None:
         return _load_files(args.objects, strict=bool(getattr(args, "strict", False)))
-    from trainyard.cli.queues_cluster import read_cluster_sync
+    from trainyard.cli.queues.cluster_side import read_cluster_sync
 
     cluster = read_cluster_sync(args.kubeconfig, args.context)
     return Loaded(cluster.objects, cluster.workloads, cluster.namespaces, cluster.resource_versions, cluster.notes)

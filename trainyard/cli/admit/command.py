@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from scheduler.api.kueue import Workload
     from scheduler.api.loading import KueueObjects
     from scheduler.engine import AdmissionEngine, CheckVerdict
-    from trainyard.cli.admit_checks import GivenStates
+    from trainyard.cli.admit.check_states import GivenStates
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def admit(args: argparse.Namespace) -> dict[str, Any]:
     from scheduler.engine import AdmissionEngine, EngineConfig, report
-    from trainyard.cli.admit_checks import annotate, check_report
+    from trainyard.cli.admit.check_states import annotate, check_report
 
     loaded, given, sources = _load_inputs(args)
     engine = AdmissionEngine(
@@ -90,8 +90,8 @@ def _load_inputs(args: argparse.Namespace) -> tuple[KueueObjects, GivenStates, d
     """
     from runtimes.k8s.documents import DocumentError
     from scheduler.api.loading import InputError, load_kueue_objects
-    from trainyard.cli.admit_checks import given_states
-    from trainyard.cli.admit_jobs import job_workloads
+    from trainyard.cli.admit.check_states import given_states
+    from trainyard.cli.admit.job_workloads import job_workloads
 
     # Callers that build the namespace themselves (tests, other commands) may leave the newer flags out.
     strict, runtime_files = bool(getattr(args, "strict", False)), list(getattr(args, "runtime", []))
@@ -123,7 +123,7 @@ def _settle(
     engine: AdmissionEngine, given: GivenStates, rejected: dict[str, CheckVerdict]
 ) -> tuple[dict[str, list[dict[str, str]]], int]:
     """Admission cycles until nothing changes: who preempted whom, and how many cycles ran."""
-    from trainyard.cli.admit_checks import deactivate_rejected
+    from trainyard.cli.admit.check_states import deactivate_rejected
 
     preempted_by: dict[str, list[dict[str, str]]] = {}
     cycles = 0

@@ -1,0 +1,10 @@
+"""`trainyard serve [webhook|controller]`: run trainyard's cluster services.
+
+``command`` holds the command line (``check_mode``: what a mode refuses, which the install
+manifests are checked against); ``admission_webhook`` runs the webhook (and the controllers beside
+it); ``controllers_alone`` the controllers alone.
+"""
+
+from trainyard.cli.serve.command import check_mode, configure, run
+
+__all__ = ["check_mode", "configure", "run"]
