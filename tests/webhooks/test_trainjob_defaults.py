@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
-from test_trainjob_webhook import QUEUE, trainjob
-from webhook_support import Webhook, apply_patch, review, with_node_selector
+from webhook_support import QUEUE, Webhook, apply_patch, mnist_job, review, with_node_selector
 
 from runtimes.api.trainer import TrainJob
 from runtimes.render import render_trainjob
@@ -36,7 +35,7 @@ async def mutated(webhook: Webhook, job: dict[str, Any], **kwargs: Any) -> dict[
 
 
 async def test_trainer_crd_defaults_are_written_for_an_unqueued_job(webhook: Webhook) -> None:
-    job = trainjob(namespace="team-b")
+    job = mnist_job(namespace="team-b")
     patched = await mutated(webhook, job)
     assert patched["spec"]["runtimeRef"] == {
         "name": "torch-distributed",
@@ -49,7 +48,7 @@ async def test_trainer_crd_defaults_are_written_for_an_unqueued_job(webhook: Web
 
 
 async def test_given_values_are_kept(webhook: Webhook) -> None:
-    job = trainjob(namespace="team-b", kind="TrainingRuntime", runtime="torch-rack", suspend=True)
+    job = mnist_job(namespace="team-b", runtime_kind="TrainingRuntime", runtime="torch-rack", suspend=True)
     job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     job["spec"]["runtimeRef"]["apiGroup"] = "trainer.kubeflow.org"
     response = await webhook.admit("/mutate/trainjobs", review(job))
@@ -57,7 +56,7 @@ async def test_given_values_are_kept(webhook: Webhook) -> None:
 
 
 async def test_nothing_is_copied_from_the_runtime(webhook: Webhook) -> None:
-    job = trainjob()
+    job = mnist_job()
     del job["spec"]["trainer"]
     patched = await mutated(webhook, job)
     # The runtime has numNodes, an image and resources; Trainer reads them when it renders.
@@ -66,8 +65,8 @@ async def test_nothing_is_copied_from_the_runtime(webhook: Webhook) -> None:
 
 
 async def test_runtime_patches_get_a_time_on_create(webhook: Webhook) -> None:
-    job = with_patch(trainjob(), {"pool": "a"})
-    stamped = with_patch(trainjob(), {"pool": "b"}, time="2026-01-01T00:00:00Z")
+    job = with_patch(mnist_job(), {"pool": "a"})
+    stamped = with_patch(mnist_job(), {"pool": "b"}, time="2026-01-01T00:00:00Z")
     patched = await mutated(webhook, job)
     assert RFC3339.match(patched["spec"]["runtimePatches"][0]["time"])
     kept = await mutated(webhook, stamped)
@@ -75,11 +74,11 @@ async def test_runtime_patches_get_a_time_on_create(webhook: Webhook) -> None:
 
 
 async def test_update_keeps_the_time_of_an_unchanged_patch_and_stamps_a_changed_one(webhook: Webhook) -> None:
-    old = with_patch(trainjob(suspend=True), {"pool": "a"}, time="2026-01-01T00:00:00Z")
-    resent = with_patch(trainjob(suspend=True), {"pool": "a"})  # time dropped by the client
+    old = with_patch(mnist_job(suspend=True), {"pool": "a"}, time="2026-01-01T00:00:00Z")
+    resent = with_patch(mnist_job(suspend=True), {"pool": "a"})  # time dropped by the client
     patched = await mutated(webhook, resent, operation="UPDATE", old=old)
     assert patched["spec"]["runtimePatches"][0]["time"] == "2026-01-01T00:00:00Z"
-    edited = with_patch(trainjob(suspend=True), {"pool": "b"})
+    edited = with_patch(mnist_job(suspend=True), {"pool": "b"})
     patched = await mutated(webhook, edited, operation="UPDATE", old=old)
     time = patched["spec"]["runtimePatches"][0]["time"]
     assert RFC3339.match(time)
@@ -87,14 +86,14 @@ async def test_update_keeps_the_time_of_an_unchanged_patch_and_stamps_a_changed_
 
 
 async def test_update_without_runtime_patches_is_not_mutated(webhook: Webhook) -> None:
-    old = trainjob(labels={QUEUE: "default"}, suspend=True)
-    new = trainjob(labels={QUEUE: "default"}, suspend=False)
+    old = mnist_job(labels={QUEUE: "default"}, suspend=True)
+    new = mnist_job(labels={QUEUE: "default"}, suspend=False)
     response = await webhook.admit("/mutate/trainjobs", review(new, operation="UPDATE", old=old))
     assert "patch" not in response  # CRD defaults and Kueue's queue default are CREATE-time only
 
 
 async def test_defaulting_twice_changes_nothing(webhook: Webhook) -> None:
-    job = with_patch(trainjob(), {"pool": "a"})
+    job = with_patch(mnist_job(), {"pool": "a"})
     once = await mutated(webhook, job)
     response = await webhook.admit("/mutate/trainjobs", review(once))
     assert "patch" not in response
@@ -128,7 +127,7 @@ def no_key_generation(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def test_admitting_an_mpi_trainjob_generates_no_key_material(
     webhook: Webhook, cache: ObjectCache, no_key_generation: list[str]
 ) -> None:
-    job = trainjob(runtime="deepspeed-distributed", labels={QUEUE: "default"}, suspend=True)
+    job = mnist_job(runtime="deepspeed-distributed", labels={QUEUE: "default"}, suspend=True)
     job["spec"]["trainer"] = {"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "4", "nvidia.com/gpu": "1"}}}
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is True, response
@@ -152,7 +151,7 @@ def test_render_without_key_material_emits_everything_but_the_ssh_secret(cache: 
             cache.apply(document)
     runtime = cache.runtime("ClusterTrainingRuntime", "deepspeed-distributed", None)
     assert runtime is not None
-    job = TrainJob.model_validate(trainjob(runtime="deepspeed-distributed"))
+    job = TrainJob.model_validate(mnist_job(runtime="deepspeed-distributed"))
     full = render_trainjob(job, runtime)
     assert [secret["type"] for secret in full.secrets] == ["kubernetes.io/ssh-auth"]
     lean = render_trainjob(job, runtime, key_material=False)
@@ -169,7 +168,7 @@ async def test_a_queued_job_on_a_broken_runtime_is_denied_naming_the_runtime(
     assert runtime is not None
     runtime.spec.template.spec.replicated_jobs[0].replicas = 2
     cache.version += 1
-    job = trainjob(runtime="torch-rack", kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
+    job = mnist_job(runtime="torch-rack", runtime_kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
     job["spec"]["trainer"] = {"numNodes": 2}
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is False

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_trainjob_webhook import QUEUE, running, trainjob
-from webhook_support import Webhook, review, with_node_selector
+from webhook_support import QUEUE, Webhook, mnist_job, review, running, with_node_selector
 
 from webhooks.objects import ObjectCache
 
@@ -29,7 +28,7 @@ def initializer_runtime(cache: ObjectCache) -> None:
 
 
 def queued(**spec: Any) -> dict[str, Any]:
-    return trainjob(labels={QUEUE: "default"}, suspend=True, **spec)
+    return mnist_job(labels={QUEUE: "default"}, suspend=True, **spec)
 
 
 def load_directory_file(path: Path, cache: ObjectCache) -> None:

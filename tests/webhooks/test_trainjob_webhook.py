@@ -6,44 +6,13 @@ import copy
 from typing import Any
 
 import pytest
-from webhook_support import Webhook, apply_patch, review
-
-QUEUE = "kueue.x-k8s.io/queue-name"
-PRIORITY = "kueue.x-k8s.io/priority-class"
-
-
-def trainjob(
-    name: str = "mnist",
-    namespace: str = "team-a",
-    *,
-    labels: dict[str, str] | None = None,
-    runtime: str = "torch-distributed",
-    kind: str | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    """A TrainJob as kubeflow/trainer's examples write it."""
-    runtime_ref: dict[str, Any] = {"name": runtime}
-    if kind is not None:
-        runtime_ref["kind"] = kind
-    body: dict[str, Any] = {
-        "runtimeRef": runtime_ref,
-        "trainer": {
-            "numNodes": 2,
-            "resourcesPerNode": {"requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}},
-        },
-    }
-    body.update(spec)
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if labels is not None:
-        metadata["labels"] = labels
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": metadata, "spec": body}
-
+from webhook_support import PRIORITY, QUEUE, Webhook, apply_patch, mnist_job, review, running
 
 # ------------------------------------------------------------------------------------- mutation
 
 
 async def test_queue_defaults_to_the_namespace_default_local_queue_and_job_is_suspended(webhook: Webhook) -> None:
-    job = trainjob()
+    job = mnist_job()
     response = await webhook.admit("/mutate/trainjobs", review(job))
     assert response["allowed"] is True
     patched = apply_patch(job, response)
@@ -58,7 +27,7 @@ async def test_queue_defaults_to_the_namespace_default_local_queue_and_job_is_su
 
 
 async def test_explicit_queue_is_kept_and_suspended(webhook: Webhook) -> None:
-    job = trainjob(namespace="team-b", labels={QUEUE: "training"})
+    job = mnist_job(namespace="team-b", labels={QUEUE: "training"})
     patched = apply_patch(job, await webhook.admit("/mutate/trainjobs", review(job)))
     assert patched["metadata"]["labels"] == {QUEUE: "training"}
     assert patched["spec"]["suspend"] is True
@@ -66,7 +35,7 @@ async def test_explicit_queue_is_kept_and_suspended(webhook: Webhook) -> None:
 
 async def test_namespace_without_default_queue_is_not_queued(webhook: Webhook) -> None:
     # As the API server sends it: Trainer's CRD defaults (apiGroup, suspend, managedBy) applied.
-    job = trainjob(namespace="team-b", kind="ClusterTrainingRuntime", suspend=False)
+    job = mnist_job(namespace="team-b", runtime_kind="ClusterTrainingRuntime", suspend=False)
     job["spec"]["runtimeRef"]["apiGroup"] = "trainer.kubeflow.org"
     job["spec"]["managedBy"] = "trainer.kubeflow.org/trainjob-controller"
     response = await webhook.admit("/mutate/trainjobs", review(job))
@@ -75,21 +44,21 @@ async def test_namespace_without_default_queue_is_not_queued(webhook: Webhook) -
 
 
 async def test_mutation_is_idempotent(webhook: Webhook) -> None:
-    job = trainjob()
+    job = mnist_job()
     patched = apply_patch(job, await webhook.admit("/mutate/trainjobs", review(job)))
     again = await webhook.admit("/mutate/trainjobs", review(patched))
     assert "patch" not in again
 
 
 async def test_updates_are_not_mutated(webhook: Webhook) -> None:
-    job = trainjob()
+    job = mnist_job()
     response = await webhook.admit("/mutate/trainjobs", review(job, operation="UPDATE", old=job))
     assert response["allowed"] is True
     assert "patch" not in response
 
 
 async def test_mutating_a_non_trainjob_is_denied(webhook: Webhook) -> None:
-    job = trainjob()
+    job = mnist_job()
     job["kind"] = "PyTorchJob"
     response = await webhook.admit("/mutate/trainjobs", review(job))
     assert response["allowed"] is False
@@ -100,65 +69,65 @@ async def test_mutating_a_non_trainjob_is_denied(webhook: Webhook) -> None:
 
 
 async def test_valid_queued_trainjob_is_allowed(webhook: Webhook) -> None:
-    job = trainjob(labels={QUEUE: "default", PRIORITY: "high"}, suspend=True)
+    job = mnist_job(labels={QUEUE: "default", PRIORITY: "high"}, suspend=True)
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is True, response
 
 
 async def test_unqueued_trainjob_on_a_namespaced_runtime_is_allowed(webhook: Webhook) -> None:
-    job = trainjob(runtime="torch-rack", kind="TrainingRuntime")
+    job = mnist_job(runtime="torch-rack", runtime_kind="TrainingRuntime")
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is True, response
 
 
 CREATE_DENIALS = [
     pytest.param(
-        trainjob(labels={QUEUE: "Team_Queue"}),
+        mnist_job(labels={QUEUE: "Team_Queue"}),
         "metadata.labels[kueue.x-k8s.io/queue-name]: 'Team_Queue' must be a DNS-1123 subdomain",
         id="queue-name-not-dns-subdomain",
     ),
     pytest.param(
-        trainjob(labels={QUEUE: "missing"}),
+        mnist_job(labels={QUEUE: "missing"}),
         "LocalQueue 'missing' does not exist in the job's namespace (known: default)",
         id="queue-does-not-exist",
     ),
     pytest.param(
-        trainjob(labels={QUEUE: "default", PRIORITY: "urgent"}),
+        mnist_job(labels={QUEUE: "default", PRIORITY: "urgent"}),
         "WorkloadPriorityClass 'urgent' does not exist (known: high)",
         id="priority-class-does-not-exist",
     ),
     pytest.param(
-        trainjob(labels={QUEUE: "default", "kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+        mnist_job(labels={QUEUE: "default", "kueue.x-k8s.io/max-exec-time-seconds": "0"}),
         "must be an integer greater than 0, got '0'",
         id="max-exec-time-not-positive",
     ),
     pytest.param(
-        trainjob(runtime="no-such-runtime"),
+        mnist_job(runtime="no-such-runtime"),
         "spec.runtimeRef: ClusterTrainingRuntime 'no-such-runtime' does not exist",
         id="runtime-missing",
     ),
     pytest.param(
-        trainjob(runtime="torch-rack", kind="TrainingRuntime", namespace="team-b"),
+        mnist_job(runtime="torch-rack", runtime_kind="TrainingRuntime", namespace="team-b"),
         "TrainingRuntime 'torch-rack' does not exist",
         id="namespaced-runtime-from-another-namespace",
     ),
     pytest.param(
-        trainjob(trainer={"numNodes": 0}),
+        mnist_job(trainer={"numNodes": 0}),
         "spec.trainer.numNodes: 0 is not accepted",
         id="zero-nodes",
     ),
     pytest.param(
-        trainjob(trainer={"env": [{"name": "PET_NNODES", "value": "3"}]}),
+        mnist_job(trainer={"env": [{"name": "PET_NNODES", "value": "3"}]}),
         "spec.trainer.env",
         id="reserved-torch-env",
     ),
     pytest.param(
-        trainjob(name="Bad_Name"),
+        mnist_job(name="Bad_Name"),
         "metadata.name: 'Bad_Name' is not accepted",
         id="name-not-rfc1035",
     ),
     pytest.param(
-        trainjob(trainer={"numNodes": "two"}),
+        mnist_job(trainer={"numNodes": "two"}),
         "spec.trainer.numNodes",
         id="num-nodes-not-an-integer",
     ),
@@ -174,34 +143,28 @@ async def test_invalid_trainjobs_are_denied(webhook: Webhook, job: dict[str, Any
     assert expected in message, message
 
 
-def running(job: dict[str, Any]) -> dict[str, Any]:
-    job = copy.deepcopy(job)
-    job["spec"]["suspend"] = False
-    return job
-
-
 UPDATE_CASES = [
     pytest.param(
-        running(trainjob(labels={QUEUE: "default"})),
-        running(trainjob(labels={QUEUE: "other"})),
+        running(mnist_job(labels={QUEUE: "default"})),
+        running(mnist_job(labels={QUEUE: "other"})),
         "queue-name]: field is immutable while the job is not suspended",
         id="queue-change-while-running",
     ),
     pytest.param(
-        running(trainjob(labels={QUEUE: "default"})),
-        running(trainjob(labels={QUEUE: "default", PRIORITY: "high"})),
+        running(mnist_job(labels={QUEUE: "default"})),
+        running(mnist_job(labels={QUEUE: "default", PRIORITY: "high"})),
         "WorkloadPriorityClass cannot be added to a running job",
         id="priority-added-while-running",
     ),
     pytest.param(
-        trainjob(labels={QUEUE: "default", PRIORITY: "high"}, suspend=True),
-        trainjob(labels={QUEUE: "default"}, suspend=True),
+        mnist_job(labels={QUEUE: "default", PRIORITY: "high"}, suspend=True),
+        mnist_job(labels={QUEUE: "default"}, suspend=True),
         "WorkloadPriorityClass cannot be removed",
         id="priority-removed",
     ),
     pytest.param(
-        running(trainjob(labels={QUEUE: "default", "kueue.x-k8s.io/max-exec-time-seconds": "60"})),
-        running(trainjob(labels={QUEUE: "default", "kueue.x-k8s.io/max-exec-time-seconds": "120"})),
+        running(mnist_job(labels={QUEUE: "default", "kueue.x-k8s.io/max-exec-time-seconds": "60"})),
+        running(mnist_job(labels={QUEUE: "default", "kueue.x-k8s.io/max-exec-time-seconds": "120"})),
         "max-exec-time-seconds]: field is immutable while the job is not suspended",
         id="max-exec-time-change-while-running",
     ),
@@ -216,8 +179,8 @@ async def test_kueue_update_rules(webhook: Webhook, old: dict[str, Any], new: di
 
 
 async def test_queue_may_change_while_suspended(webhook: Webhook) -> None:
-    old = trainjob(labels={QUEUE: "retired-queue"}, suspend=True)
-    moved = trainjob(labels={QUEUE: "default"}, suspend=True)
+    old = mnist_job(labels={QUEUE: "retired-queue"}, suspend=True)
+    moved = mnist_job(labels={QUEUE: "default"}, suspend=True)
     response = await webhook.admit("/validate/trainjobs", review(moved, operation="UPDATE", old=old))
     assert response["allowed"] is True
     response = await webhook.admit("/validate/trainjobs", review(running(moved), operation="UPDATE", old=old))
@@ -225,7 +188,7 @@ async def test_queue_may_change_while_suspended(webhook: Webhook) -> None:
 
 
 async def test_kueue_unsuspending_an_admitted_job_is_allowed(webhook: Webhook) -> None:
-    old = trainjob(labels={QUEUE: "default", PRIORITY: "high"}, suspend=True)
+    old = mnist_job(labels={QUEUE: "default", PRIORITY: "high"}, suspend=True)
     new = running(old)
     response = await webhook.admit("/validate/trainjobs", review(new, operation="UPDATE", old=old))
     assert response["allowed"] is True
@@ -234,7 +197,7 @@ async def test_kueue_unsuspending_an_admitted_job_is_allowed(webhook: Webhook) -
 async def test_deprecated_runtime_reference_warns(webhook: Webhook, cache: Any) -> None:
     runtime = cache.get("ClusterTrainingRuntime", "torch-distributed")
     runtime.metadata.labels["trainer.kubeflow.org/support"] = "deprecated"
-    response = await webhook.admit("/validate/trainjobs", review(trainjob()))
+    response = await webhook.admit("/validate/trainjobs", review(mnist_job()))
     assert response["allowed"] is True
     assert response["warnings"] == [
         'Referenced ClusterTrainingRuntime "torch-distributed" is deprecated and will be removed in a future release'
@@ -245,7 +208,7 @@ async def test_deprecated_runtime_reference_warns(webhook: Webhook, cache: Any) 
 
 
 def gpu_job(nodes: int, gpus: int, **kwargs: Any) -> dict[str, Any]:
-    job = trainjob(labels={QUEUE: "default"}, suspend=True, **kwargs)
+    job = mnist_job(labels={QUEUE: "default"}, suspend=True, **kwargs)
     job["spec"]["trainer"] = {
         "numNodes": nodes,
         "resourcesPerNode": {"requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": str(gpus)}},
@@ -270,7 +233,7 @@ async def test_job_beyond_quota_plus_borrowing_is_denied_with_numbers(webhook: W
 
 async def test_required_topology_larger_than_any_domain_is_denied(webhook: Webhook) -> None:
     # torch-rack requires one rack per gang; a rack has 2 nodes x 4 GPUs
-    fits = trainjob(runtime="torch-rack", kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
+    fits = mnist_job(runtime="torch-rack", runtime_kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
     fits["spec"]["trainer"] = {"numNodes": 2}
     response = await webhook.admit("/validate/trainjobs", review(fits))
     assert response["allowed"] is True, response
@@ -338,7 +301,7 @@ async def test_invalid_tas_annotations_on_the_rendered_pod_sets_are_denied(
     job_template = runtime.spec.template.spec.replicated_jobs[0].template
     job_template.spec.template.metadata.annotations = dict(annotations)
     cache.version += 1
-    job = trainjob(runtime="torch-rack", kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
+    job = mnist_job(runtime="torch-rack", runtime_kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
     job["spec"]["trainer"] = {"numNodes": 2}
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is False
@@ -355,7 +318,7 @@ async def test_valid_slice_annotations_are_allowed(webhook: Webhook, cache: Any)
         "kueue.x-k8s.io/podset-slice-size": "2",
     }
     cache.version += 1
-    job = trainjob(runtime="torch-rack", kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
+    job = mnist_job(runtime="torch-rack", runtime_kind="TrainingRuntime", labels={QUEUE: "default"}, suspend=True)
     job["spec"]["trainer"] = {"numNodes": 4}
     response = await webhook.admit("/validate/trainjobs", review(job))
     assert response["allowed"] is True, response

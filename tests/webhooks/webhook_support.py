@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 
+from tests.builders import PRIORITY_CLASS_LABEL, QUEUE_LABEL, trainjob
 from webhooks.handlers import Handler
 from webhooks.objects import ObjectCache
 from webhooks.review import decode_patch
@@ -24,6 +25,25 @@ from webhooks.tls import CertificateFiles, client_context, server_context
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OBJECTS = FIXTURES / "objects"
+QUEUE = QUEUE_LABEL
+PRIORITY = PRIORITY_CLASS_LABEL
+MNIST_REQUESTS = {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}
+
+
+def mnist_job(
+    name: str = "mnist", namespace: str = "team-a", *, trainer: dict[str, Any] | None = None, **fields: Any
+) -> dict[str, Any]:
+    """A TrainJob as kubeflow/trainer's examples write it: two nodes of two GPUs; a ``trainer`` replaces theirs."""
+    if trainer is not None:
+        return trainjob(name, namespace, nodes=None, trainer=trainer, **fields)
+    return trainjob(name, namespace, nodes=2, requests=MNIST_REQUESTS, **fields)
+
+
+def running(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` resumed: what Kueue writes once it admits it."""
+    job = copy.deepcopy(job)
+    job["spec"]["suspend"] = False
+    return job
 
 
 def review(
