@@ -1,9 +1,9 @@
 """The `trainyard` command.
 
-Every subcommand lives in its own module under ``trainyard.cli`` with two functions:
-``configure(parser)`` adds its arguments (module import must stay cheap: no torch, no
-aiohttp at import time) and ``run(args) -> int`` does the work. Adding a command is one line
-in ``COMMANDS``.
+Every subcommand lives in its own module under ``trainyard.cli``, or in a subpackage named for its
+concept whose ``__init__`` exposes the two functions: ``configure(parser)`` adds its arguments
+(module import must stay cheap: no torch, no aiohttp at import time) and ``run(args) -> int``
+does the work. Adding a command is one line in ``COMMANDS``.
 """
 
 from __future__ import annotations
