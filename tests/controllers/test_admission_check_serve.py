@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from admission_check_support import CHECK, NS, reserve, seed_cluster
 from builders import ClusterQueueBuilder, ResourceFlavorBuilder
 from fakeapi.fixtures import FakeApi
+from process_support import trainyard
 from queue_support import eventually
-from test_admission_check import CHECK, NS, reserve, seed_cluster
-from test_serve_controllers import trainyard
 
 from scheduler.api.kueue import AdmissionCheck
 from scheduler.engine import TOPOLOGY_CHECK_CONTROLLER

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
+from kubeflow_trainer_standin import trainer_renders
 from launcher_support import (
     EVICTED_STATUS,
     NS,
@@ -19,13 +20,10 @@ from launcher_support import (
     eventually,
     gated_pod,
     launcher,
-    runtime_doc,
     seed_cluster,
     writes_since,
 )
 
-from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
-from runtimes.render import render_trainjob
 from scheduler.api.topology_assignment import HOSTNAME_LABEL
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
@@ -40,14 +38,6 @@ from scheduler.kube import KubeClient
 
 def own_patches(trainjob: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in trainjob["spec"].get("runtimePatches") or () if p.get("manager") == RUNTIME_PATCH_MANAGER]
-
-
-def trainer_renders(trainjob: dict[str, Any]) -> dict[str, Any]:
-    """What Trainer's controller creates for the resumed TrainJob: its JobSet, runtime patches applied."""
-    model = TrainJob.model_validate(trainjob)
-    return render_trainjob(
-        model, ClusterTrainingRuntime.model_validate(runtime_doc()), key_material=False
-    ).jobset.to_dict()
 
 
 async def test_trainer_mode_resumes_with_a_runtime_patch_that_places_the_pods(fake_api: FakeApi) -> None:

@@ -4,40 +4,21 @@ the controllers admit, /metrics shows Kueue's metrics, and of two replicas exact
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 import socket
 import ssl
-import sys
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiohttp
 import pytest
 from fakeapi.fixtures import FakeApi
+from process_support import trainyard
 from queue_support import Reader, eventually, is_admitted, seed_queues, trainjob
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def trainyard(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "trainyard", *args, stderr=asyncio.subprocess.PIPE, cwd=ROOT
-    )
-    try:
-        yield process
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(process.communicate(), 20)
-        assert process.returncode == 0, stderr.decode()
 
 
 def controller_args(fake_api: FakeApi, identity: str, port: int) -> list[str]:
