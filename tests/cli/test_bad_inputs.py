@@ -5,42 +5,17 @@ message must name. The issue's cases (issue 15) are all here: a negative nominal
 fields, unknown apiVersions, huge and zero numNodes, the kwok backend's missing --speedup,
 empty inputs and folders of foreign documents. `queues` (every sub-command on an invalid file,
 and each sub-command's own mistakes) and the SDK (resource aliases, lambdas, runtime files) are in
-test_bad_inputs_queues_sdk.py.
+test_bad_inputs_queues_sdk.py; the helpers both share in bad_input_support.py.
 """
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.cli.bad_input_support import queues, refused, write
 from trainyard.cli.main import main
-
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: team-a
-spec:
-  cohortName: research
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources:
-      - name: cpu
-        nominalQuota: "{quota}"
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: default, namespace: default}
-spec: {clusterQueue: team-a}
-"""
 
 TRAINJOB = """\
 apiVersion: {api_version}
@@ -59,74 +34,53 @@ spec:
 """
 
 
-def queues(quota: str) -> str:
-    return QUEUES.replace("{quota}", quota)
-
-
-def trainjob(
+def trainjob_yaml(
     api_version: str = "trainer.kubeflow.org/v1alpha1", num_nodes: str = "1", proc: str = "numProcPerNode"
 ) -> str:
     return TRAINJOB.format(api_version=api_version, num_nodes=num_nodes, proc_field=proc)
-
-
-def write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    for needle in needles:
-        assert needle in err, f"{needle!r} not in {err!r}"
-    return err
 
 
 # (id, files {name: text}, extra args, what the message names)
 ADMIT_CASES = [
     (
         "negative-nominal-quota",
-        {"q.yaml": queues("-4"), "job.yaml": trainjob()},
+        {"q.yaml": queues("-4"), "job.yaml": trainjob_yaml()},
         [],
         ["q.yaml:17:", 'ClusterQueue "team-a" is invalid', "nominalQuota", "greater than or equal to 0"],
     ),
     (
         "misspelt-borrowing-limit-strict",
-        {"q.yaml": queues("4").replace('"4"', '"4"\n        borowingLimit: 2'), "job.yaml": trainjob()},
+        {"q.yaml": queues("4").replace('"4"', '"4"\n        borowingLimit: 2'), "job.yaml": trainjob_yaml()},
         ["--strict"],
         ["q.yaml:18:", 'ClusterQueue "team-a"', "borowingLimit", "did you mean borrowingLimit?"],
     ),
     (
         "trainer-v1-refused",
-        {"q.yaml": queues("4"), "job.yaml": trainjob(api_version="trainer.kubeflow.org/v1")},
+        {"q.yaml": queues("4"), "job.yaml": trainjob_yaml(api_version="trainer.kubeflow.org/v1")},
         [],
         ["job.yaml:1:", 'TrainJob "default/job"', "apiVersion", "trainer.kubeflow.org/v1alpha1"],
     ),
     (
         "kubeflow-v2-refused",
-        {"q.yaml": queues("4"), "job.yaml": trainjob(api_version="kubeflow.org/v2")},
+        {"q.yaml": queues("4"), "job.yaml": trainjob_yaml(api_version="kubeflow.org/v2")},
         [],
         ["job.yaml:1:", "apiVersion", "'kubeflow.org/v2'", "trainer.kubeflow.org/v1alpha1"],
     ),
     (
         "num-nodes-beyond-int32",
-        {"q.yaml": queues("4"), "job.yaml": trainjob(num_nodes="99999999999999999999")},
+        {"q.yaml": queues("4"), "job.yaml": trainjob_yaml(num_nodes="99999999999999999999")},
         [],
         ["job.yaml:10:", 'TrainJob "default/job"', "spec.trainer.numNodes", "2147483647"],
     ),
     (
         "num-nodes-zero",
-        {"q.yaml": queues("4"), "job.yaml": trainjob(num_nodes="0")},
+        {"q.yaml": queues("4"), "job.yaml": trainjob_yaml(num_nodes="0")},
         [],
         ["job.yaml:10:", 'TrainJob "default/job"', "spec.trainer.numNodes", "at least 1"],
     ),
     (
         "misspelt-num-proc-per-node-strict",
-        {"q.yaml": queues("4"), "job.yaml": trainjob(proc="numProcsPerNode")},
+        {"q.yaml": queues("4"), "job.yaml": trainjob_yaml(proc="numProcsPerNode")},
         ["--strict"],
         ["job.yaml:11:", 'TrainJob "default/job"', "numProcsPerNode", "did you mean numProcPerNode?"],
     ),
@@ -134,7 +88,7 @@ ADMIT_CASES = [
         "unknown-queue",
         {
             "q.yaml": queues("4"),
-            "job.yaml": trainjob().replace(
+            "job.yaml": trainjob_yaml().replace(
                 "  namespace: default\n", "  namespace: default\n  labels: {kueue.x-k8s.io/queue-name: nope}\n"
             ),
         },
@@ -170,21 +124,21 @@ def test_admit_refuses(
 TRAINJOB_CASES = [
     (
         "num-nodes-zero",
-        trainjob(num_nodes="0"),
+        trainjob_yaml(num_nodes="0"),
         [],
         ["job.yaml:10:", "spec.trainer.numNodes", 'TrainJob "default/job"'],
     ),
-    ("num-nodes-huge", trainjob(num_nodes="99999999999999999999"), [], ["job.yaml:10:", "spec.trainer.numNodes"]),
-    ("trainer-v1", trainjob(api_version="trainer.kubeflow.org/v1"), [], ["job.yaml:1:", "v1alpha1"]),
+    ("num-nodes-huge", trainjob_yaml(num_nodes="99999999999999999999"), [], ["job.yaml:10:", "spec.trainer.numNodes"]),
+    ("trainer-v1", trainjob_yaml(api_version="trainer.kubeflow.org/v1"), [], ["job.yaml:1:", "v1alpha1"]),
     (
         "misspelt-strict",
-        trainjob(proc="numProcsPerNode"),
+        trainjob_yaml(proc="numProcsPerNode"),
         ["--strict"],
         ["job.yaml:11:", "numProcsPerNode", "did you mean numProcPerNode?"],
     ),
     (
         "unknown-runtime",
-        trainjob().replace("torch-distributed", "no-such-runtime"),
+        trainjob_yaml().replace("torch-distributed", "no-such-runtime"),
         [],
         ["job.yaml", "spec.runtimeRef", "'no-such-runtime'"],
     ),
@@ -209,7 +163,7 @@ def test_render_and_run_refuse(
 
 
 def test_unknown_field_is_a_warning_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "job.yaml", trainjob(proc="numProcsPerNode"))
+    path = write(tmp_path, "job.yaml", trainjob_yaml(proc="numProcsPerNode"))
     assert main(["render", str(path)]) == 0
     captured = capsys.readouterr()
     assert f"{path}:11: warning: " in captured.err
