@@ -94,8 +94,6 @@ def test_deployment_args_are_what_trainyard_serve_accepts(installed: list[dict[s
 
     parser = argparse.ArgumentParser(exit_on_error=False)
     serve.configure(parser)
-    if not any("--launcher" in action.option_strings for action in parser._actions):
-        pytest.skip("trainyard serve has no --launcher option yet (the controllers add it)")
     container = one(installed, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     args = parser.parse_args(container["args"][1:])
     assert args.launcher == "jobset"
