@@ -1,249 +1,27 @@
 """The request sequences the differential test sends to the embedded and to the real API server.
 
-Each exercises one thing trainyard relies on: reads and writes with conflicts, the three patch
-types, server-side apply, the status subresource, lists with paging and selectors, watches from
-a resourceVersion and from an expired one, CRD pruning and defaulting, admission webhooks'
-refusals, and garbage collection.
+The API machinery's sequences are in ``differential_api_sequences``; here are the ones about
+trainyard's own objects: the Workload CRD's schema, trainyard's admission webhooks on TrainJobs,
+a TrainJob's garbage collection, and what the embedded server knowingly does otherwise (``GAPS``).
+``SEQUENCES`` is all of them, in the order the test runs them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from differential import COMPACT, Sequence, Step
+from differential import Sequence, Step
+from differential_api_sequences import API_SEQUENCES, CM, CQ, DELETES, RF, WL, configmap, workload
 
-CM = "/api/v1/namespaces/{ns}/configmaps"
-EV = "/api/v1/namespaces/{ns}/events"
-WL = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
-CQ = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
-MERGE = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC = "application/strategic-merge-patch+json"
-APPLY = "application/apply-patch+yaml"
-
-
-def _configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, object]:
-    metadata: dict[str, object] = {"name": name, "namespace": "{ns}"}
-    if labels:
-        metadata["labels"] = labels
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
-
-
-def _workload(name: str, queue: str = "default", owners: list[dict[str, object]] | None = None) -> dict[str, Any]:
-    metadata: dict[str, object] = {"name": name, "namespace": "{ns}"}
-    if owners:
-        metadata["ownerReferences"] = owners
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": metadata,
-        "spec": {
-            "queueName": queue,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 2,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
-                        }
-                    },
-                }
-            ],
-        },
-        "status": {"conditions": [{"type": "Finished", "status": "True", "reason": "Made", "message": "up"}]},
-    }
-
-
-CRUD = Sequence(
-    "crud",
-    (
-        Step("create", "POST", CM, _configmap("one", {"a": "1"})),
-        Step("create-again", "POST", CM, _configmap("one", {"a": "1"})),
-        Step("get", "GET", f"{CM}/one"),
-        Step(
-            "update-stale",
-            "PUT",
-            f"{CM}/one",
-            {**_configmap("one", {"a": "2"}), "metadata": {"name": "one", "resourceVersion": "1"}},
-        ),
-        Step(
-            "update",
-            "PUT",
-            f"{CM}/one",
-            {**_configmap("one", {"a": "2"}), "metadata": {"name": "one", "resourceVersion": "{rv:get}"}},
-        ),
-        Step("merge-patch", "PATCH", f"{CM}/one", {"data": {"b": "3"}}, MERGE),
-        Step("json-patch", "PATCH", f"{CM}/one", [{"op": "replace", "path": "/data/a", "value": "4"}], JSON_PATCH),
-        Step(
-            "json-patch-test-fails", "PATCH", f"{CM}/one", [{"op": "test", "path": "/data/a", "value": "x"}], JSON_PATCH
-        ),
-        Step("strategic-patch", "PATCH", f"{CM}/one", {"data": {"c": "5"}}, STRATEGIC),
-        Step("delete", "DELETE", f"{CM}/one"),
-        Step("get-gone", "GET", f"{CM}/one"),
-        Step("missing-namespace", "POST", "/api/v1/namespaces/no-such-ns/configmaps", _configmap("x", {})),
-    ),
-)
-
-SERVER_SIDE_APPLY = Sequence(
-    "server-side-apply",
-    (
-        Step("apply-create", "PATCH", f"{CM}/applied?fieldManager=alice", _configmap("applied", {"a": "1"}), APPLY),
-        Step("apply-update", "PATCH", f"{CM}/applied?fieldManager=alice", _configmap("applied", {"a": "2"}), APPLY),
-        Step("apply-conflict", "PATCH", f"{CM}/applied?fieldManager=bob", _configmap("applied", {"a": "3"}), APPLY),
-        Step(
-            "apply-force",
-            "PATCH",
-            f"{CM}/applied?fieldManager=bob&force=true",
-            _configmap("applied", {"a": "3"}),
-            APPLY,
-        ),
-        Step("apply-no-manager", "PATCH", f"{CM}/applied", _configmap("applied", {"a": "4"}), APPLY),
-    ),
-)
-
-STATUS = Sequence(
-    "status-subresource",
-    (
-        Step("create-with-status", "POST", WL, _workload("w1")),
-        Step("put-status", "PUT", f"{WL}/w1/status", {**_workload("w1"), "metadata": {"name": "w1"}}),
-        Step("merge-status", "PATCH", f"{WL}/w1/status", {"status": {"conditions": []}}, MERGE),
-        Step(
-            "spec-change-ignores-status",
-            "PATCH",
-            f"{WL}/w1",
-            {"status": {"admission": None}, "spec": {"priority": 5}},
-            MERGE,
-        ),
-        Step("get", "GET", f"{WL}/w1"),
-    ),
-)
-
-LISTS = Sequence(
-    "lists",
-    (
-        Step("list-all", "GET", f"{CM}?labelSelector=team"),
-        Step("page-1", "GET", f"{CM}?labelSelector=team&limit=2"),
-        Step("label-in", "GET", f"{CM}?labelSelector=team+in+(a,b)"),
-        # kube-controller-manager publishes kube-root-ca.crt in every namespace of the real cluster: left out
-        Step("label-not", "GET", f"{CM}?labelSelector=team!%3Da&fieldSelector=metadata.name!%3Dkube-root-ca.crt"),
-        Step("field-name", "GET", f"{CM}?fieldSelector=metadata.name%3Dcm-2"),
-        Step("field-unsupported", "GET", f"{CM}?fieldSelector=data.x%3D1"),
-        Step("bad-selector", "GET", f"{CM}?labelSelector=team+in+a"),
-    ),
-    setup=tuple(
-        Step(f"seed-{i}", "POST", CM, _configmap(f"cm-{i}", {"i": str(i)}, {"team": "ab"[i % 2]})) for i in range(5)
-    ),
-)
-
-WATCHES = Sequence(
-    "watches",
-    (
-        Step("create-b", "POST", CM, _configmap("watched-b", {"x": "1"})),
-        Step("update-a", "PATCH", f"{CM}/watched-a", {"data": {"x": "2"}}, MERGE),
-        Step("watch-from-rv", "GET", f"{CM}?watch=true&resourceVersion={{rv:create-a}}", watch_events=2),
-        Step("compact", COMPACT, ""),
-        # Events: kube-apiserver keeps no watch cache of them, so a watch or a paged list reads etcd,
-        # whose compaction expires them at once (a cached kind expires once the cache's window moves on)
-        Step("watch-expired", "GET", f"{EV}?watch=true&resourceVersion={{rv:event}}", watch_events=1),
-        Step(
-            "list-expired-continue",
-            "GET",
-            f"{EV}?limit=1&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJ4In0",
-        ),
-    ),
-    setup=(
-        Step("create-a", "POST", CM, _configmap("watched-a", {"x": "0"})),
-        Step(
-            "event",
-            "POST",
-            EV,
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": "seen"},
-                "involvedObject": {"kind": "ConfigMap", "name": "watched-a", "namespace": "{ns}"},
-                "reason": "Made",
-                "message": "made",
-                "type": "Normal",
-            },
-        ),
-    ),
-)
-
-CRD_SCHEMA = Sequence(
-    "crd-pruning-and-defaulting",
-    (
-        Step(
-            "create-unknown-field",
-            "POST",
-            CQ,
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ClusterQueue",
-                "metadata": {"name": "{ns}-cq"},
-                "spec": {"resourceGroups": [], "madeUpField": 1},
-            },
-        ),
-        Step("get", "GET", f"{CQ}/{{ns}}-cq"),
-        Step(
-            "create-invalid",
-            "POST",
-            CQ,
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ClusterQueue",
-                "metadata": {"name": "{ns}-bad"},
-                "spec": {"queueingStrategy": "Sideways"},
-            },
-        ),
-        Step("delete", "DELETE", f"{CQ}/{{ns}}-cq"),
-    ),
-)
-
-GARBAGE_COLLECTION = Sequence(
-    "garbage-collection",
-    (
-        Step(
-            "dependent",
-            "POST",
-            CM,
-            {
-                **_configmap("dependent", {}),
-                "metadata": {
-                    "name": "dependent",
-                    "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "{uid:owner}"}
-                    ],
-                },
-            },
-        ),
-        Step("delete-owner", "DELETE", f"{CM}/owner"),
-        Step("dependent-collected", "GET", f"{CM}/dependent", pause=5.0),
-    ),
-    setup=(Step("owner", "POST", CM, _configmap("owner", {})),),
-)
-
-SEQUENCES = (CRUD, SERVER_SIDE_APPLY, STATUS, LISTS, WATCHES, CRD_SCHEMA, GARBAGE_COLLECTION)
-
+from tests.builders import trainjob
 
 TJ = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs"
 LQ = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues"
-RF = "/apis/kueue.x-k8s.io/v1beta2/resourceflavors"
 
 
 def _trainjob(name: str, nodes: int, gpus: int) -> dict[str, Any]:
     requests = {"cpu": "1", "nvidia.com/gpu": str(gpus)}
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": "{ns}"},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": requests, "limits": dict(requests)}},
-        },
-    }
+    return trainjob(name, "{ns}", nodes=nodes, requests=requests, limits=requests)
 
 
 def _owned_by(kind: str, name: str, uid: str) -> dict[str, object]:
@@ -305,13 +83,13 @@ def _queues(gpus: int) -> tuple[Step, ...]:
 WORKLOAD_SCHEMA = Sequence(
     "workload-schema",
     (
-        Step("defaults", "POST", WL, _workload("defaulted")),
+        Step("defaults", "POST", WL, workload("defaulted")),
         Step(
             "too-many-pod-sets",
             "POST",
             WL,
             {
-                **_workload("many"),
+                **workload("many"),
                 "spec": {
                     "queueName": "default",
                     "podSets": [
@@ -326,7 +104,7 @@ WORKLOAD_SCHEMA = Sequence(
             "POST",
             WL,
             {
-                **_workload("unnamed"),
+                **workload("unnamed"),
                 "spec": {
                     "queueName": "default",
                     "priority": 1,
@@ -373,7 +151,7 @@ TRAINJOB_GARBAGE_COLLECTION = Sequence(
             "POST",
             WL,
             # a queue no controller admits from: only the garbage collector acts on it
-            _workload("owned", queue="none", owners=[_owned_by("TrainJob", "owner", "{uid:trainjob}")]),
+            workload("owned", queue="none", owners=[_owned_by("TrainJob", "owner", "{uid:trainjob}")]),
         ),
         Step("delete-trainjob", "DELETE", f"{TJ}/owner"),
         Step("workload-collected", "GET", f"{WL}/owned", pause=5.0),
@@ -381,18 +159,11 @@ TRAINJOB_GARBAGE_COLLECTION = Sequence(
     setup=_queues(gpus=8),
 )
 
-SEQUENCES = (
-    *SEQUENCES,
-    WORKLOAD_SCHEMA,
-    ADMISSION_WEBHOOKS,
-    TRAINJOB_GARBAGE_COLLECTION,
-)
-
 # What the embedded server knowingly does otherwise (test_differential.KNOWN says why each does not matter)
 GAPS = Sequence(
     "known-gaps",
     (
-        Step("configmap-unknown-field", "POST", CM, {**_configmap("extra", {"a": "1"}), "madeUp": {"x": 1}}),
+        Step("configmap-unknown-field", "POST", CM, {**configmap("extra", {"a": "1"}), "madeUp": {"x": 1}}),
         Step(
             "cel-rule",
             "POST",
@@ -429,44 +200,4 @@ GAPS = Sequence(
     setup=_queues(gpus=8),
 )
 
-SEQUENCES = (*SEQUENCES, GAPS)
-
-SA = "/api/v1/namespaces/{ns}/serviceaccounts"
-DELETES = Sequence(
-    "deletes",
-    (
-        Step("kept-by-finalizer", "DELETE", f"{CM}/held"),
-        Step("deleted-again", "DELETE", f"{CM}/held"),
-        Step("finalizer-cleared", "PATCH", f"{CM}/held", {"metadata": {"finalizers": None}}, MERGE),
-        Step("orphan", "DELETE", f"{CM}/orphaned", {"propagationPolicy": "Orphan"}),
-        Step("foreground", "DELETE", f"{CM}/foreground", {"propagationPolicy": "Foreground"}),
-        Step("service-account", "DELETE", f"{SA}/robot"),
-        Step("custom-resource-kept", "DELETE", f"{RF}/{{ns}}-held"),
-        Step("missing", "DELETE", f"{CM}/never-made"),
-    ),
-    setup=(
-        Step(
-            "held",
-            "POST",
-            CM,
-            {**_configmap("held", {"a": "1"}), "metadata": {"name": "held", "finalizers": ["example.com/hold"]}},
-        ),
-        Step("orphaned", "POST", CM, _configmap("orphaned", {"a": "1"})),
-        Step("foreground", "POST", CM, _configmap("foreground", {"a": "1"})),
-        Step("robot", "POST", SA, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
-        # a kind no controller of either side writes (trainyard's queue controller would write a
-        # Workload's status on the real side only, where it runs)
-        Step(
-            "held-flavor",
-            "POST",
-            RF,
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ResourceFlavor",
-                "metadata": {"name": "{ns}-held", "finalizers": ["example.com/hold"]},
-            },
-        ),
-    ),
-)
-
-SEQUENCES = (*SEQUENCES, DELETES)
+SEQUENCES = (*API_SEQUENCES, WORKLOAD_SCHEMA, ADMISSION_WEBHOOKS, TRAINJOB_GARBAGE_COLLECTION, GAPS, DELETES)
