@@ -11,10 +11,10 @@ import re
 import pytest
 
 from sandbox.embedded import LocalCluster
-from trainyard.cli.cluster_demo.display import placement
 from trainyard.cli.cluster_demo.sdk_steps import NEVER_FITS_NODES, SDK_TEAM, train_and_wait, train_never_fits
 from trainyard.cli.cluster_demo.seed import cluster_objects
 from trainyard.cli.demo import steps
+from trainyard.cli.progress import placement
 
 
 async def test_the_sdk_job_runs_to_complete_and_a_job_bigger_than_the_cluster_is_refused_by_the_webhook() -> None:

@@ -5,16 +5,15 @@ Every function takes documents as the server returned them; none of them knows t
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
 
 from runtimes.k8s.quantity import format_amount, parse_quantity, to_amount
-from scheduler.api.topology_assignment import TopologyAssignmentError, decode_topology_assignment
 from trainyard.cli.cluster_demo.seed import BLOCK_LABEL, GPU
-from trainyard.cli.cluster_demo.watch import condition, condition_is_true, owner_name, workload_phase
+from trainyard.cli.cluster_demo.watch import owner_name
+from trainyard.cli.progress import condition, condition_is_true, nodes_in_words, placement, workload_phase
 
 
 def new_table(title: str, columns: Sequence[str]) -> Table:
@@ -65,29 +64,6 @@ def queues_table(cluster_queues: Iterable[Mapping[str, Any]]) -> Table:
             ", ".join(f"{k}={v}" for k, v in sorted(preemption.items())) or "-",
         )
     return table
-
-
-def placement(workload: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """The admitted flavor(s) and the node of each pod by rank, from ``status.admission``."""
-    admission = (workload.get("status") or {}).get("admission") or {}
-    flavors: set[str] = set()
-    nodes: list[str] = []
-    for assignment in admission.get("podSetAssignments") or []:
-        flavors.update(str(f) for f in (assignment.get("flavors") or {}).values())
-        encoded = assignment.get("topologyAssignment")
-        if encoded:
-            try:
-                nodes.extend(decode_topology_assignment(encoded).pod_nodes())
-            except TopologyAssignmentError as error:
-                nodes.append(f"<unreadable topologyAssignment: {error}>")
-    return ", ".join(sorted(flavors)) or "-", nodes
-
-
-def nodes_in_words(nodes: Sequence[str]) -> str:
-    """Each node once, in the order the pods' ranks meet it, with its pod count where several
-    pods share it: ``gpu-0 (2 pods), gpu-1``; "-" for none."""
-    counts = Counter(nodes)
-    return ", ".join(f"{node} ({counts[node]} pods)" if counts[node] > 1 else node for node in counts) or "-"
 
 
 def admitted_line(workload: Mapping[str, Any]) -> str:

@@ -89,7 +89,7 @@ class Tour:
         return self.watch.workload_of(job.team, job.name)
 
     async def admitted(self, job: TourJob) -> dict[str, Any]:
-        from trainyard.cli.cluster_demo.watch import condition_is_true
+        from trainyard.cli.progress import condition_is_true
 
         def check() -> dict[str, Any] | None:
             workload = self.workload(job)
@@ -107,8 +107,9 @@ class Tour:
         self.console.print(queues_table((await client.list("ClusterQueue")).items))
 
     async def sdk_user(self) -> None:
-        from trainyard.cli.cluster_demo.display import new_table, nodes_in_words, placement
+        from trainyard.cli.cluster_demo.display import new_table
         from trainyard.cli.cluster_demo.sdk_steps import SDK_TEAM, in_thread_train_and_wait
+        from trainyard.cli.progress import nodes_in_words, placement
 
         self.step(f"{SDK_TEAM} trains with the SDK's Kubernetes backend and waits for Complete")
         self.console.print(
@@ -161,7 +162,7 @@ class Tour:
 
     async def pending_sweep(self) -> None:
         from trainyard.cli.cluster_demo.display import condition_line
-        from trainyard.cli.cluster_demo.watch import condition
+        from trainyard.cli.progress import condition
 
         self.step("team-a submits a sweep while all 32 GPUs are held: it waits")
         await self.submit(SWEEP)
@@ -183,7 +184,7 @@ class Tour:
 
     async def preemption(self) -> None:
         from trainyard.cli.cluster_demo.display import admitted_line, condition_line
-        from trainyard.cli.cluster_demo.watch import condition_is_true
+        from trainyard.cli.progress import condition_is_true
 
         self.step("A high-priority job preempts the low-priority pretraining")
         await self.submit(URGENT)
@@ -247,7 +248,7 @@ class Tour:
             raise TourTimeout(f"pods {', '.join(mismatched)} run on a node their topologyAssignment does not name")
 
     async def completion(self) -> None:
-        from trainyard.cli.cluster_demo.watch import trainjob_phase, workload_phase
+        from trainyard.cli.progress import trainjob_phase, workload_phase
 
         self.step("JobSets complete, quota is released, the waiting jobs are admitted")
         shown = len(self.watch.changes)
@@ -279,8 +280,8 @@ class Tour:
         )
 
     def summary(self) -> None:
-        from trainyard.cli.cluster_demo.display import new_table, nodes_in_words, placement
-        from trainyard.cli.cluster_demo.watch import trainjob_phase
+        from trainyard.cli.cluster_demo.display import new_table
+        from trainyard.cli.progress import nodes_in_words, placement, trainjob_phase
 
         self.step("Every TrainJob's path, and the ClusterQueues at the end")
         columns = ("TRAINJOB", "PRIORITY", "PATH (Workload phases as observed)", "LAST PLACEMENT", "STATUS")

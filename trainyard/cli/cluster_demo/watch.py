@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from scheduler.controllers.conditions import find_condition
 from scheduler.kube import InformerGroup, InformerSettings, KubeClient
+from trainyard.cli.progress import trainjob_phase, workload_phase
 
 T = TypeVar("T")
 Key = tuple[str, str, str]  # kind, namespace, name
@@ -23,42 +23,6 @@ Key = tuple[str, str, str]  # kind, namespace, name
 
 class TourTimeout(Exception):
     """An expected state was not reached in time; the message says which and what was seen."""
-
-
-def condition(document: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    return find_condition((document.get("status") or {}).get("conditions"), kind)
-
-
-def condition_is_true(document: Mapping[str, Any], kind: str) -> bool:
-    found = condition(document, kind)
-    return found is not None and found.get("status") == "True"
-
-
-def workload_phase(workload: Mapping[str, Any]) -> str:
-    """The phase `kubectl get workloads` would suggest, from Kueue's conditions."""
-    if condition_is_true(workload, "Finished"):
-        reason = (condition(workload, "Finished") or {}).get("reason", "")
-        return f"Finished ({reason})" if reason else "Finished"
-    if condition_is_true(workload, "Evicted"):
-        if condition_is_true(workload, "Preempted"):
-            return "Preempted"
-        return f"Evicted ({(condition(workload, 'Evicted') or {}).get('reason', '')})"
-    if condition_is_true(workload, "Admitted"):
-        return "Admitted"
-    if condition_is_true(workload, "QuotaReserved"):
-        return "QuotaReserved"
-    if condition(workload, "QuotaReserved") is not None:
-        return "Pending"
-    return "Created"
-
-
-def trainjob_phase(trainjob: Mapping[str, Any]) -> str:
-    for kind in ("Complete", "Failed"):
-        if condition_is_true(trainjob, kind):
-            return kind
-    if condition_is_true(trainjob, "Suspended") or (trainjob.get("spec") or {}).get("suspend"):
-        return "Suspended"
-    return "Running"
 
 
 def owner_name(document: Mapping[str, Any]) -> str | None:

@@ -24,9 +24,8 @@ from typing import Any
 from runtimes.api.kueue_labels import QUEUE_NAME_LABEL
 from scheduler.kube import InformerGroup, KubeApiError, KubeClient, close_api_client, load_api_client
 from scheduler.trainjob import TRAINJOB_KIND
-from trainyard.cli.cluster_demo.display import nodes_in_words, placement
-from trainyard.cli.cluster_demo.watch import condition, trainjob_phase, workload_phase
 from trainyard.cli.errors import UserError
+from trainyard.cli.progress import condition, nodes_in_words, placement, trainjob_phase, workload_phase
 
 TIMED_OUT = 124  # as timeout(1): the job goes on, the follow stopped
 Echo = Callable[[str], None]
