@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
@@ -14,6 +14,7 @@ from scheduler.controllers.manager import ControllerManager, WatchSpec, own_key
 from scheduler.controllers.runtime import Controller, ReconcileResult
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
 from scheduler.kube.backoff import Backoff
+from tests.eventually import eventually
 
 FAST_LEASE = LeaseSettings(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
 FAST_INFORMERS = InformerSettings(watch_timeout_seconds=30, inactivity_timeout=30.0, backoff=Backoff(0.01, 0.05))
@@ -32,15 +33,6 @@ class NodeRecorder:
 
 def node(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 @contextlib.asynccontextmanager

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashboard_support import eventually, trainjob
+from dashboard_support import trainjob
 from playwright.async_api import Page
 
 from dashboard import DashboardData, DashboardServer
@@ -29,6 +29,7 @@ from sandbox.embedded import Sandbox
 from scheduler.engine import AdmissionEngine, WorkloadInfo
 from scheduler.kube import KubeApiError, KubeClient, close_api_client, load_api_client
 from scheduler.queues import QueueState, cluster_queue_summaries, load_state
+from tests.eventually import eventually
 from trainyard.cli.dashboard import ClusterMirror, controller_dashboard
 from trainyard.cli.queues.cluster_side import read_cluster
 

@@ -1,4 +1,4 @@
-"""Helpers for the dashboard's tests: a real headless Chromium, screenshots, TrainJobs, polling.
+"""Helpers for the dashboard's tests: a real headless Chromium, screenshots, TrainJobs.
 
 The browser is Debian's chromium driven by Playwright (``make install`` installs chromium; the
 pinned playwright package never downloads a browser of its own). Screenshots of each page at
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,7 @@ from playwright.async_api import Page, async_playwright
 
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandbox"))
-from sandbox_support import eventually
-
-__all__ = ["browser_page", "eventually", "screenshot", "trainjob"]
+__all__ = ["browser_page", "screenshot", "trainjob"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

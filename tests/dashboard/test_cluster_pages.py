@@ -22,10 +22,11 @@ from cluster_under_test import (
     shown_queue_table,
     workload_of,
 )
-from dashboard_support import eventually, screenshot
+from dashboard_support import screenshot
 from playwright.async_api import Page
 
 from scheduler.engine import WorkloadState, waiting_reason
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.slow
 

@@ -52,15 +52,6 @@ class RecordingSink:
         return {name for (k, _, name) in self.objects if k == kind}
 
 
-async def eventually(check: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
 @contextlib.asynccontextmanager
 async def kube(fake_api: FakeApi) -> AsyncIterator[KubeClient]:
     api_client = await fake_api.api_client()

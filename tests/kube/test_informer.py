@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from fakeapi.fixtures import FakeApi
-from kube_support import RecordingSink, eventually, fast_settings, flavor, kube, local_queue, running
+from kube_support import RecordingSink, fast_settings, flavor, kube, local_queue, running
 
 from scheduler.kube import Informer
+from tests.eventually import eventually
 
 
 def rv_of(fake_api: FakeApi, name: str) -> str:

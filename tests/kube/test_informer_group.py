@@ -7,9 +7,10 @@ import contextlib
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from kube_support import RecordingSink, eventually, fast_settings, flavor, kube, local_queue
+from kube_support import RecordingSink, fast_settings, flavor, kube, local_queue
 
 from scheduler.kube import InformerGroup
+from tests.eventually import eventually
 
 
 async def test_the_sink_is_loaded_only_after_every_kind_synced(fake_api: FakeApi) -> None:

@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from kube_support import eventually, kube
+from kube_support import kube
 
 from scheduler.kube import KubeClient, LeaderElector, LeaseSettings
+from tests.eventually import eventually
 
 FAST = LeaseSettings(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
 

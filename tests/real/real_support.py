@@ -1,4 +1,4 @@
-"""What the real tier's tests share: node pools with their own queues, a TrainJob, and `eventually`.
+"""What the real tier's tests share: node pools with their own queues, a TrainJob; waits use tests/eventually.py.
 
 A ``Pool`` is one test's slice of the shared real cluster: a namespace, KWOK nodes labelled with
 the pool's name (two blocks of hosts), a Topology, a ResourceFlavor selecting exactly those
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +21,7 @@ from sandbox.real.cluster import RealCluster
 from sandbox.real.install import service_account_kubeconfig
 from sandbox.real.rest import RestClient, RestError
 from simulations.kwok import KWOK_NODE_ANNOTATION, POD_COMPLETE_DELAY_ANNOTATION
+from tests.eventually import eventually_blocking
 
 T = TypeVar("T")
 POOL_LABEL = "trainyard.test/pool"
@@ -30,18 +29,6 @@ BLOCK_LABEL = "trainyard.test/block"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-
-
-def eventually(check: Callable[[], T | None], *, timeout: float = 60.0, what: str, interval: float = 0.25) -> T:
-    """Poll ``check()`` until it returns something truthy; fail with ``what`` and the last value."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"not within {timeout:.0f} s: {what} (last seen: {last!r})")
 
 
 def service_kubeconfig(cluster: RealCluster, name: str = "trainyard.kubeconfig") -> Path:
@@ -150,7 +137,7 @@ def _wait_until_served(admin: RestClient, namespace: str, pods: int, gpus: int) 
         # queued into the namespace's default LocalQueue, so the fit check ran on the pool
         return "kueue.x-k8s.io/queue-name" in (created["metadata"].get("labels") or {})
 
-    eventually(accepted, timeout=60, what=f"trainyard's webhook seeing the {namespace} pool")
+    eventually_blocking(accepted, timeout=60, what=f"trainyard's webhook seeing the {namespace} pool")
 
 
 def trainjob(

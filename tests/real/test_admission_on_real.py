@@ -16,11 +16,12 @@ from typing import Any
 
 import yaml
 from kubernetes import client as official_client
-from real_support import KUEUE_API, PoolFactory, eventually, trainjob
+from real_support import KUEUE_API, PoolFactory, trainjob
 
 from sandbox.real.cluster import RealCluster
 from sandbox.real.commands import KWOK_CUSTOM_STATUS_ANNOTATION
 from scheduler.api.topology_assignment import decode_topology_assignment
+from tests.eventually import eventually_blocking
 
 TRAINER = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
@@ -76,20 +77,24 @@ def test_a_higher_priority_job_preempts_and_the_victim_is_suspended(
     label = "kueue.x-k8s.io/priority-class"
     low = trainjob("low", one.namespace, nodes=2, gpus=8, run_seconds=3600, extra_labels={label: f"{one.name}-low"})
     custom.create_namespaced_custom_object(group, version, one.namespace, plural, low)
-    eventually(lambda: _true(_workload_of(custom, one.namespace, "low"), "Admitted"), what="the low job admitted")
+    eventually_blocking(
+        lambda: _true(_workload_of(custom, one.namespace, "low"), "Admitted"), what="the low job admitted"
+    )
 
     high = trainjob("high", one.namespace, nodes=2, gpus=8, run_seconds=5, extra_labels={label: f"{one.name}-high"})
     custom.create_namespaced_custom_object(group, version, one.namespace, plural, high)
-    evicted = eventually(
+    evicted = eventually_blocking(
         lambda: _true(_workload_of(custom, one.namespace, "low"), "Evicted"), what="the low job's Workload evicted"
     )
     assert evicted["reason"] == "Preempted"
-    eventually(lambda: _true(_workload_of(custom, one.namespace, "high"), "Admitted"), what="the high job admitted")
-    eventually(
+    eventually_blocking(
+        lambda: _true(_workload_of(custom, one.namespace, "high"), "Admitted"), what="the high job admitted"
+    )
+    eventually_blocking(
         lambda: custom.get_namespaced_custom_object(group, version, one.namespace, plural, "low")["spec"]["suspend"],
         what="the victim's TrainJob suspended",
     )
-    eventually(
+    eventually_blocking(
         lambda: _true(custom.get_namespaced_custom_object(group, version, one.namespace, plural, "high"), "Complete"),
         timeout=90,
         what="the preemptor Complete",
@@ -105,7 +110,7 @@ def test_a_node_reported_not_ready_moves_the_pod_within_its_block(
     group, version, plural = TRAINER
     job = trainjob("steady", one.namespace, nodes=1, gpus=8, run_seconds=3600)
     custom.create_namespaced_custom_object(group, version, one.namespace, plural, job)
-    admitted = eventually(
+    admitted = eventually_blocking(
         lambda: (
             _true(_workload_of(custom, one.namespace, "steady"), "Admitted")
             and _workload_of(custom, one.namespace, "steady")
@@ -114,7 +119,7 @@ def test_a_node_reported_not_ready_moves_the_pod_within_its_block(
     )
     [node] = _host_of(admitted)
     block = node.rsplit("-n", 1)[0]
-    eventually(
+    eventually_blocking(
         lambda: [p for p in core.list_namespaced_pod(one.namespace).items if p.spec.node_name == node],
         what="its pod bound to the placed node",
     )
@@ -127,9 +132,9 @@ def test_a_node_reported_not_ready_moves_the_pod_within_its_block(
         [now] = _host_of(workload)
         return now if now != node else None
 
-    new_node = eventually(moved, timeout=120, what="the placement moved off the failed node")
+    new_node = eventually_blocking(moved, timeout=120, what="the placement moved off the failed node")
     assert new_node.startswith(block), f"{new_node} is outside block {block}"
-    eventually(
+    eventually_blocking(
         lambda: [p for p in core.list_namespaced_pod(one.namespace).items if p.spec.node_name == new_node],
         timeout=90,
         what="a pod bound on the new node by kube-scheduler",

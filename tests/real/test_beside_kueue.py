@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from builders import ClusterQueueBuilder, LocalQueueBuilder, NodeBuilder, ResourceFlavorBuilder
-from real_support import HOSTNAME_LABEL, KUEUE_API, TRAINER_API, eventually, service_kubeconfig, trainjob
+from real_support import HOSTNAME_LABEL, KUEUE_API, TRAINER_API, service_kubeconfig, trainjob
 
 from sandbox.embedded import bundled_runtimes
 from sandbox.real.binaries import ClusterTools
@@ -36,6 +36,7 @@ from sandbox.scenario_objects import stage_documents
 from scheduler.api.topology_assignment import decode_topology_assignment
 from simulations.kwok import KWOK_NODE_ANNOTATION
 from simulations.scenarios import IMMEDIATE_STAGES_DIR
+from tests.eventually import eventually_blocking
 
 BESIDE_KUEUE = MANIFESTS / "beside-kueue"
 CHECK = "trainyard-topology"  # manifests/beside-kueue/admission-check.yaml
@@ -81,8 +82,10 @@ def admin(kueue_cluster: RealCluster) -> Iterator[RestClient]:
     ).start()
     try:
         service.register_webhooks()
-        eventually(lambda: _check_active(admin), timeout=60, what="trainyard's AdmissionCheck Active")
-        eventually(lambda: _cluster_queue_active(admin), timeout=60, what="the ClusterQueue Active in Kueue's eyes")
+        eventually_blocking(lambda: _check_active(admin), timeout=60, what="trainyard's AdmissionCheck Active")
+        eventually_blocking(
+            lambda: _cluster_queue_active(admin), timeout=60, what="the ClusterQueue Active in Kueue's eyes"
+        )
         yield admin
     finally:
         service.stop()
@@ -195,7 +198,7 @@ def _admitted_after_ready(admin: RestClient, name: str, *, timeout: float) -> di
             return workload
         return None
 
-    workload = eventually(admitted, timeout=timeout, what=f"the Workload of {name} admitted by Kueue")
+    workload = eventually_blocking(admitted, timeout=timeout, what=f"the Workload of {name} admitted by Kueue")
     check = _check_state(workload)
     assert check["lastTransitionTime"] <= _conditions(workload)["Admitted"]["lastTransitionTime"]
     return workload
@@ -212,12 +215,14 @@ def test_kueue_admits_after_the_check_is_ready_and_pods_land_on_the_placed_nodes
     assert len(placed) == 2
     assert len(set(placed)) == 2
     assert set(placed) <= {f"{POOL}-n{i}" for i in range(NODES)}
-    assert eventually(lambda: _bound_nodes(admin, "placed", 2), timeout=90, what="both pods bound") == placed
+    assert eventually_blocking(lambda: _bound_nodes(admin, "placed", 2), timeout=90, what="both pods bound") == placed
     pods = admin.get(f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name%3Dplaced")
     for pod in pods["items"]:  # Kueue merged the check's podSetUpdates; trainyard's ungater pinned each pod
         assert PLACEMENT_ANNOTATION in pod["metadata"]["annotations"]
         assert pod["spec"]["nodeSelector"][HOSTNAME_LABEL] == pod["spec"]["nodeName"]
-    eventually(lambda: _true(_trainjob(admin, "placed"), "Complete"), timeout=120, what="the TrainJob Complete")
+    eventually_blocking(
+        lambda: _true(_trainjob(admin, "placed"), "Complete"), timeout=120, what="the TrainJob Complete"
+    )
 
 
 def test_a_gang_that_does_not_fit_now_gets_retry_and_is_admitted_when_nodes_free(admin: RestClient) -> None:
@@ -233,14 +238,19 @@ def test_a_gang_that_does_not_fit_now_gets_retry_and_is_admitted_when_nodes_free
         told = state.get("state") == "Retry" or int(state.get("retryCount") or 0) > 0
         return workload if told else None
 
-    retry = eventually(retried, timeout=60, what="trainyard's check Retry on the waiting gang (Kueue had the quota)")
+    retry = eventually_blocking(
+        retried, timeout=60, what="trainyard's check Retry on the waiting gang (Kueue had the quota)"
+    )
     assert not _true(retry, "Admitted")
     holder = _workload_of(admin, "holder")
     assert holder is not None
     assert _true(holder, "Admitted")
     waiter = _admitted_after_ready(admin, "waiter", timeout=150)
     placed = _placed_nodes(waiter)
-    assert eventually(lambda: _bound_nodes(admin, "waiter", 2), timeout=90, what="the waiter's pods bound") == placed
+    assert (
+        eventually_blocking(lambda: _bound_nodes(admin, "waiter", 2), timeout=90, what="the waiter's pods bound")
+        == placed
+    )
 
 
 def test_a_gang_that_can_never_fit_is_refused_at_submit(admin: RestClient) -> None:

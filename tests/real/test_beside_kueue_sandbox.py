@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from kubernetes import client as official_client
 from kubernetes import config as official_config
-from real_support import KUEUE_API, eventually, trainjob
+from real_support import KUEUE_API, trainjob
 
 from sandbox.real.binaries import ClusterTools
 from scheduler.api.topology_assignment import decode_topology_assignment
+from tests.eventually import eventually_blocking
 
 CHECK = "trainyard-topology-gpu-topology"  # the sandbox scenario's flavor is on Topology gpu-topology
 PLACEMENT_ANNOTATION = "trainyard.io/topology-assignment"
@@ -59,7 +60,7 @@ def _run_one_job(custom: official_client.CustomObjectsApi, core: official_client
         done = any(c["type"] == "Admitted" and c["status"] == "True" for c in conditions)
         return listed[0] if done else None
 
-    workload = eventually(admitted, timeout=120, what="Kueue admitting the Workload")
+    workload = eventually_blocking(admitted, timeout=120, what="Kueue admitting the Workload")
     (state,) = [s for s in workload["status"]["admissionChecks"] if s["name"] == CHECK]
     assert state["state"] == "Ready"
     (update,) = state["podSetUpdates"]
@@ -70,11 +71,11 @@ def _run_one_job(custom: official_client.CustomObjectsApi, core: official_client
         nodes = sorted(p.spec.node_name for p in core.list_namespaced_pod("team-a").items if p.spec.node_name)
         return nodes if len(nodes) == 2 else None
 
-    assert eventually(bound, timeout=90, what="the pods bound by kube-scheduler") == placed
+    assert eventually_blocking(bound, timeout=90, what="the pods bound by kube-scheduler") == placed
 
     def complete() -> bool:
         got = custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainjobs", "beside")
         conditions = (got.get("status") or {}).get("conditions") or ()
         return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
 
-    eventually(complete, timeout=120, what="the TrainJob Complete")
+    eventually_blocking(complete, timeout=120, what="the TrainJob Complete")

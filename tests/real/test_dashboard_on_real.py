@@ -24,10 +24,11 @@ from real_support import trainjob
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dashboard"))
 from cluster_under_test import cluster_engine, engine_queue_table, shown_queue_table, workload_of
-from dashboard_support import browser_page, eventually, screenshot
+from dashboard_support import browser_page, screenshot
 from playwright.async_api import Page
 
 from scheduler.engine import AdmissionEngine, WorkloadInfo, WorkloadState, waiting_reason
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.slow
 

@@ -21,9 +21,10 @@ from typing import Any
 import yaml
 from kubernetes import client as official_client
 from kubernetes import config as official_config
-from real_support import eventually, trainjob
+from real_support import trainjob
 
 from scheduler.api.topology_assignment import decode_topology_assignment
+from tests.eventually import eventually_blocking
 
 SCENARIO = {
     "name": "real-small",
@@ -58,7 +59,7 @@ def test_sandbox_up_real_runs_a_trainjob_for_an_independent_client(tmp_path: Pat
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)  # waits, and closes the pipes
     assert process.returncode == 0, stderr[-3000:]
-    eventually(lambda: not _port_open(port), timeout=10, what="the API server's port free again")
+    eventually_blocking(lambda: not _port_open(port), timeout=10, what="the API server's port free again")
     left = subprocess.run(["pgrep", "-f", str(kubeconfig.parent)], capture_output=True, text=True, check=False)
     assert left.stdout.strip() == "", f"processes left behind: {left.stdout}"
 
@@ -73,7 +74,7 @@ def _run_one_job(api: official_client.ApiClient, kubeconfig: Path) -> None:
         listed = custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "team-a", "workloads")["items"]
         return next((w for w in listed if (w.get("status") or {}).get("admission")), None)
 
-    workload = eventually(admitted, timeout=90, what="the Workload admitted")
+    workload = eventually_blocking(admitted, timeout=90, what="the Workload admitted")
     assignment = workload["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
     placed = sorted(decode_topology_assignment(assignment).pod_nodes())
 
@@ -81,7 +82,7 @@ def _run_one_job(api: official_client.ApiClient, kubeconfig: Path) -> None:
         nodes = sorted(p.spec.node_name for p in core.list_namespaced_pod("team-a").items if p.spec.node_name)
         return nodes if len(nodes) == 2 else None
 
-    assert eventually(bound, timeout=90, what="the pods bound by kube-scheduler") == placed
+    assert eventually_blocking(bound, timeout=90, what="the pods bound by kube-scheduler") == placed
 
     def complete() -> bool:
         job = custom.get_namespaced_custom_object(
@@ -91,7 +92,7 @@ def _run_one_job(api: official_client.ApiClient, kubeconfig: Path) -> None:
             c["type"] == "Complete" and c["status"] == "True" for c in (job.get("status") or {}).get("conditions", [])
         )
 
-    eventually(complete, timeout=120, what="the TrainJob Complete")
+    eventually_blocking(complete, timeout=120, what="the TrainJob Complete")
     shown = subprocess.run(
         ["kubectl", f"--kubeconfig={kubeconfig}", "get", "workloads", "-n", "team-a"],
         capture_output=True,

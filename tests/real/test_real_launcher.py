@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubernetes import client as official_client
-from real_support import KUEUE_API, PoolFactory, eventually, trainjob
+from real_support import KUEUE_API, PoolFactory, trainjob
 
 from scheduler.api.topology_assignment import decode_topology_assignment
+from tests.eventually import eventually_blocking
 
 TRAINER_GROUP = ("trainer.kubeflow.org", "v1alpha1")
 
@@ -51,7 +52,7 @@ def test_trainjob_runs_to_complete_on_the_placed_nodes(pool: PoolFactory, kube: 
     assert created["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"  # the mutating webhook
     assert created["spec"]["suspend"] is True
 
-    workload = eventually(
+    workload = eventually_blocking(
         lambda: next((w for w in _workloads(custom, one.namespace) if _condition(w, "Admitted")), None),
         timeout=60,
         what="the TrainJob's Workload admitted",
@@ -68,15 +69,15 @@ def test_trainjob_runs_to_complete_on_the_placed_nodes(pool: PoolFactory, kube: 
         nodes = sorted(p.spec.node_name for p in pods if p.spec.node_name)
         return nodes if len(nodes) == 2 else None
 
-    assert eventually(bound, timeout=60, what="both pods bound by kube-scheduler") == placed
+    assert eventually_blocking(bound, timeout=60, what="both pods bound by kube-scheduler") == placed
 
     def complete() -> dict[str, Any] | None:
         job = custom.get_namespaced_custom_object(group, version, one.namespace, "trainjobs", "llama")
         condition = _condition(job, "Complete")
         return job if condition and condition["status"] == "True" else None
 
-    eventually(complete, timeout=90, what="the TrainJob Complete")
-    finished = eventually(
+    eventually_blocking(complete, timeout=90, what="the TrainJob Complete")
+    finished = eventually_blocking(
         lambda: next((w for w in _workloads(custom, one.namespace) if _condition(w, "Finished")), None),
         timeout=30,
         what="the Workload Finished",
@@ -84,8 +85,8 @@ def test_trainjob_runs_to_complete_on_the_placed_nodes(pool: PoolFactory, kube: 
     assert finished["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
 
     custom.delete_namespaced_custom_object(group, version, one.namespace, "trainjobs", "llama")
-    eventually(lambda: not _workloads(custom, one.namespace), timeout=60, what="the Workload collected")
-    eventually(
+    eventually_blocking(lambda: not _workloads(custom, one.namespace), timeout=60, what="the Workload collected")
+    eventually_blocking(
         lambda: (
             not custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", one.namespace, "jobsets")["items"]
         ),

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client as official_client
-from real_support import KUEUE_API, PoolFactory, eventually, trainjob
+from real_support import KUEUE_API, PoolFactory, trainjob
 
 from sandbox.real.cluster import RealCluster
 from sandbox.real.service_process import ServiceProcess
+from tests.eventually import eventually_blocking
 from trainyard.sdk import KubernetesBackendConfig, TrainerClient
 
 TRAINER = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
@@ -53,15 +54,17 @@ def test_the_standby_replica_takes_over_when_the_leader_dies(
     one = pool(blocks=1, nodes_per_block=2)
     custom = official_client.CustomObjectsApi(kube)
     group, version, plural = TRAINER
-    leader_identity = eventually(lambda: _holder(kube), what="a leader")
+    leader_identity = eventually_blocking(lambda: _holder(kube), what="a leader")
     assert leader_identity.startswith(trainyard_service.identity)
     standby = ServiceProcess(real_cluster, trainyard_kubeconfig, identity="trainyard-1").start()
     try:
         trainyard_service.kill()  # the leader crashes; the Service would send webhook calls to the survivor
         standby.register_webhooks()
-        eventually(lambda: (_holder(kube) or "").startswith("trainyard-1"), timeout=60, what="the standby leading")
+        eventually_blocking(
+            lambda: (_holder(kube) or "").startswith("trainyard-1"), timeout=60, what="the standby leading"
+        )
         custom.create_namespaced_custom_object(group, version, one.namespace, plural, trainjob("after", one.namespace))
-        eventually(lambda: _admitted(custom, one.namespace) == 1, timeout=60, what="the new leader admitting")
+        eventually_blocking(lambda: _admitted(custom, one.namespace) == 1, timeout=60, what="the new leader admitting")
     finally:
         standby.stop()
         trainyard_service.start()

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from sandbox_support import config_map, eventually, job, jobset, kube, owner_ref, pod
+from sandbox_support import config_map, job, jobset, kube, owner_ref, pod
 
 from sandbox.apiserver import FakeApiServer
 from scheduler.kube import KubeApiError, KubeClient, WatchEvent, load_api_client
+from tests.eventually import eventually
 
 
 async def _names(client: KubeClient, kind: str) -> set[str]:

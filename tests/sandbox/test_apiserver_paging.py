@@ -9,10 +9,11 @@ import pytest
 from fakeapi.fixtures import FakeApi
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from sandbox_support import config_map, eventually, kube
+from sandbox_support import config_map, kube
 
 from scheduler.kube import Informer, InformerSettings
 from scheduler.kube.backoff import Backoff
+from tests.eventually import eventually
 
 
 def _seed(fake_api: FakeApi, count: int, **labels: str) -> None:

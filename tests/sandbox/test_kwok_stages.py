@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from sandbox_support import eventually, kube, node, pod
+from sandbox_support import kube, node, pod
 
 from sandbox.apiserver.records import StoredEvent
 from sandbox.standins.kwok_stages import NODE_LEASE_NAMESPACE, KwokStages
@@ -22,6 +22,7 @@ from simulations.kwok import (
     default_stages,
     load_stages,
 )
+from tests.eventually import eventually
 
 SPEEDUP = 50.0
 

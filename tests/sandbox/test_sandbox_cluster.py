@@ -17,11 +17,12 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from sandbox_support import condition_of, eventually
+from sandbox_support import condition_of
 
 from sandbox.embedded import Sandbox
 from scheduler.kube import KubeApiError
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+from tests.eventually import eventually
 
 GPU = "nvidia.com/gpu"
 

@@ -15,10 +15,11 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from sandbox_support import condition_of, eventually
+from sandbox_support import condition_of
 
 from sandbox.apiserver.tables import jsonpath
 from sandbox.embedded import Sandbox
+from tests.eventually import eventually
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 TRAINJOB = {

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from sandbox_support import condition_of, eventually, kube, node, pod
+from sandbox_support import condition_of, kube, node, pod
 
 from sandbox.standins import EXIT_CODE_ANNOTATION, RUN_SECONDS_ANNOTATION, Standins
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 
 
 @pytest.fixture

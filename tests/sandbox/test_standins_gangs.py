@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from sandbox_support import condition_of, eventually, kube, node, replicated_job, training_jobset
+from sandbox_support import condition_of, kube, node, replicated_job, training_jobset
 
 from sandbox.standins import RUN_SECONDS_ANNOTATION, Standins
 from sandbox.standins.podgroups import next_status
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 
 GROUP = "scheduling.x-k8s.io/pod-group"
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from sandbox_support import condition_of, eventually, kube, node, replicated_job, training_jobset
+from sandbox_support import condition_of, kube, node, replicated_job, training_jobset
 
 from sandbox.standins import EXIT_CODE_ANNOTATION, Standins
 from sandbox.standins.job import compress_indexes
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 
 
 def batch_job(

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from sandbox_support import condition_of, eventually, kube, node, replicated_job, training_jobset
+from sandbox_support import condition_of, kube, node, replicated_job, training_jobset
 
 from sandbox.standins import COMPLETION_INDEX, EXIT_CODE_ANNOTATION, Standins
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 
 
 @pytest.fixture

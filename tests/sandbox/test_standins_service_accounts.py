@@ -4,10 +4,11 @@ kube-controller-manager keeps one there (``kubectl get sa`` on a cluster shows i
 from __future__ import annotations
 
 from fakeapi.fixtures import FakeApi
-from sandbox_support import eventually, kube
+from sandbox_support import kube
 
 from sandbox.standins import Standins
 from scheduler.kube import KubeApiError
+from tests.eventually import eventually
 
 
 async def test_each_namespace_gets_its_default_service_account_back(fake_api: FakeApi) -> None:

@@ -21,6 +21,7 @@ from builders import LocalQueueBuilder
 from fakeapi.fixtures import FakeApi, fake_api
 from webhook_support import OBJECTS, apply_patch, review
 
+from tests.eventually import eventually
 from webhooks.tls import CertificateFiles, SelfSignedBundle, client_context
 
 __all__ = ["fake_api"]
@@ -87,18 +88,6 @@ class RunningWebhook:
         return labels.get(QUEUE)
 
 
-async def until(check: Any, what: str, timeout: float = 15.0) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what} (last: {value!r})")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def webhook_on_fake_cluster(
     fake_api: FakeApi, tls_files: CertificateFiles, tls_bundle: SelfSignedBundle
@@ -140,12 +129,12 @@ async def test_webhook_answers_from_the_cluster_and_follows_its_changes(
     seed_fixture_objects(fake_api)
     # Keep one kind from listing, to see that readiness waits for every kind.
     fake_api.faults.fail("list", "/clustertrainingruntimes", code=500, times=1000)
-    await until(lambda: _async(len(fake_api.faults.failed) > 0), "the informers to try listing")
-    status = await until(webhook.readyz, "the webhook to listen")
+    await eventually(lambda: _async(len(fake_api.faults.failed) > 0), "the informers to try listing")
+    status = await eventually(webhook.readyz, "the webhook to listen")
     assert status[0] == 503
     assert "objects_loaded" in status[1]
     fake_api.faults.clear()
-    assert await until(lambda: _ready(webhook), "the webhook to be ready") == (200, "ok")
+    assert await eventually(lambda: _ready(webhook), "the webhook to be ready") == (200, "ok")
 
     # team-a has a LocalQueue named default in the cluster: the queue is defaulted
     assert await webhook.queue_defaulted("team-a") == "default"
@@ -156,18 +145,18 @@ async def test_webhook_answers_from_the_cluster_and_follows_its_changes(
     # Changes in the cluster change the answers.
     localqueues = fake_api.server.type_of("kueue.x-k8s.io/v1beta2", "LocalQueue")
     fake_api.store.delete(localqueues, "team-a", "default")
-    await until(lambda: _is_none(webhook.queue_defaulted("team-a")), "the deleted queue to stop defaulting")
+    await eventually(lambda: _is_none(webhook.queue_defaulted("team-a")), "the deleted queue to stop defaulting")
     refused = await webhook.admit("/validate/trainjobs", trainjob("team-a", labels={QUEUE: "default"}))
     assert refused["allowed"] is False
     assert "LocalQueue 'default' does not exist" in refused["status"]["message"]
 
     fake_api.server.seed(LocalQueueBuilder("default", "team-b").cluster_queue("team-b-cq").doc())
-    assert await until(lambda: webhook.queue_defaulted("team-b"), "the new queue to default") == "default"
+    assert await eventually(lambda: webhook.queue_defaulted("team-b"), "the new queue to default") == "default"
 
     # A dropped watch and an expired revision do not lose changes either.
     fake_api.faults.expire_watches()
     fake_api.store.delete(localqueues, "team-b", "default")
-    await until(lambda: _is_none(webhook.queue_defaulted("team-b")), "the change made during a 410")
+    await eventually(lambda: _is_none(webhook.queue_defaulted("team-b")), "the change made during a 410")
 
 
 async def _async(value: Any) -> Any:
