@@ -1,11 +1,11 @@
-"""One concept per module: no module in the packages runs past 400 lines (split it along its concepts)."""
+"""One concept per module: no module in the packages or the tests runs past 400 lines (split it along its concepts)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("scheduler", "runtimes", "webhooks", "simulations", "sandbox", "trainyard")
+PACKAGES = ("scheduler", "runtimes", "webhooks", "simulations", "sandbox", "trainyard", "dashboard", "tests")
 LIMIT = 400
 
 # Modules over the limit that their owner is splitting; a debt list that may only shrink.
