@@ -9,9 +9,9 @@ import pytest
 from rich.console import Console
 
 from simulations.report import render_table
-from simulations.saturation import POLICIES, run_saturation
-from simulations.saturation_paper import paper_rows
-from simulations.saturation_report import rate_at, saturation_table, write_saturation_plot
+from simulations.saturation.paper import paper_rows
+from simulations.saturation.replay import POLICIES, run_saturation
+from simulations.saturation.report import rate_at, saturation_table, write_saturation_plot
 from simulations.scenarios import BUILTIN, build, with_trace
 from simulations.simulator import Simulation
 from simulations.traces import BUNDLED_OPENB_DIR

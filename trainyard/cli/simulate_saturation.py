@@ -12,8 +12,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from simulations.placement_policies import POLICIES
-    from simulations.saturation import run_saturation
-    from simulations.saturation_report import paper_table, saturation_table, write_saturation_plot
+    from simulations.saturation.replay import run_saturation
+    from simulations.saturation.report import paper_table, saturation_table, write_saturation_plot
 
     if args.trace is None or not args.trace.is_dir():
         raise UserError(

@@ -38,9 +38,9 @@ from scheduler.topology.fragmentation import WHOLE, expected_fragmentation
 from simulations.errors import SimulationInputError
 from simulations.events import RandomStreams
 from simulations.placement_policies import POLICIES, placement_policy
-from simulations.saturation_clusters import SharedGpuCluster, WholeGpuCluster
-from simulations.saturation_refusals import refusal, stranded
-from simulations.saturation_shapes import PodShapes, TracePod
+from simulations.saturation.clusters import SharedGpuCluster, WholeGpuCluster
+from simulations.saturation.refusals import refusal, stranded
+from simulations.saturation.shapes import PodShapes, TracePod
 from simulations.traces.openb import OpenbTrace, read_openb
 
 MODES = ("whole", "sharing")

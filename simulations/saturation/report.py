@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from simulations.saturation_paper import paper_rows
+from simulations.saturation.paper import paper_rows
 
 
 def _percent(value: float | None) -> str:

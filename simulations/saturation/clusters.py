@@ -27,7 +27,7 @@ from scheduler.topology.graph import IntArray
 from scheduler.topology.least_fragmenting import choose_least_fragmenting
 from scheduler.topology.policy import Chosen, PlacementPolicy, PlacementView
 from simulations.cluster import GPU_RESOURCE, HOSTNAME_LABEL, TOPOLOGY_NAME
-from simulations.saturation_shapes import PodShapes, TracePod
+from simulations.saturation.shapes import PodShapes, TracePod
 from simulations.traces.openb import OpenbTrace
 
 
