@@ -19,9 +19,9 @@ from runtimes.api.jobset import JobSet
 from runtimes.api.podgroup import PODGROUP_KIND, PodGroup
 from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
 from runtimes.errors import FieldError, RenderError
-from runtimes.placement import PodPlacement, apply_placement, placement_errors
 from runtimes.plugins.intree import pipeline_of
 from runtimes.plugins.registry import PluginRegistry
+from runtimes.pod_placement import PodPlacement, apply_placement, placement_errors
 from runtimes.validation import check_trainjob, validate_runtime
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulations.cluster import ClusterSpec
+from simulations.cluster_spec import ClusterSpec
 from simulations.kwok import Stage, load_stages
 from simulations.scenarios import Scenario, build, resolve_scenario
 from simulations.yamlsource import load_documents

@@ -18,7 +18,7 @@ from scheduler.api.kueue import (
     Workload,
 )
 from scheduler.engine import AdmissionEngine, EngineConfig, WaitForPodsReady, WorkloadState, waiting_reason
-from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
+from simulations.cluster_spec import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.workloads import JobSpec
 
 if TYPE_CHECKING:

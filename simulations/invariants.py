@@ -25,7 +25,7 @@ import numpy as np
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import ClusterQueue, Cohort, ResourceFlavor
-from simulations.cluster import GPU_RESOURCE
+from simulations.cluster_spec import GPU_RESOURCE
 from simulations.tiers import BestTier
 from simulations.workloads import JobSpec
 

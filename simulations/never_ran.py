@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from simulations.cluster import GPU_PRODUCT_LABEL, flavor_name
+from simulations.cluster_spec import GPU_PRODUCT_LABEL, flavor_name
 from simulations.engine_driver import EngineDriver, workload_shape
 from simulations.invariants import NodeLedger, pod_amounts
 from simulations.metrics import MetricsRecorder

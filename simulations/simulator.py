@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from simulations.collector import batch_collector
 from simulations.engine_driver import Admitted, EngineDriver, Removed
 from simulations.events import Event, EventKind, EventQueue, RandomStreams
+from simulations.gc_settings import batch_collector
 from simulations.kwok import (
     POD_COMPLETE_DELAY_ANNOTATION,
     POD_COMPLETE_JITTER_ANNOTATION,

@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from simulations.cluster import ClusterSpec
+from simulations.cluster_spec import ClusterSpec
 from simulations.scenarios import BENCH_SCENARIO, IMMEDIATE_STAGES_DIR, KUEUE_BASELINE, Scenario, build
 from simulations.simulator import Simulation
 from simulations.workloads import SyntheticWorkload

@@ -19,9 +19,9 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .collector import GarbageCollection
 from .defaults import prepare_for_create, prepare_for_update
 from .errors import ApiError
+from .garbage_collection import GarbageCollection
 from .kinds import ResourceType
 from .managed_fields import record_create, record_update
 from .ownership import PROPAGATION_POLICIES, OwnerIndex, default_propagation

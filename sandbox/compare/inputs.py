@@ -18,7 +18,7 @@ from scheduler.api.kueue import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
 )
-from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
+from simulations.cluster_spec import GPU_PRODUCT_LABEL, GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
 from simulations.workloads import JobSpec
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .cluster import MANIFESTS
+from .control_plane import MANIFESTS
 from .loopback import webhook_to_url
 from .pki import write_kubeconfig
 from .rest import RestClient

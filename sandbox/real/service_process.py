@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .cluster import RealCluster
+from .control_plane import RealCluster
 from .install import SERVICE_NAMESPACE, webhook_configurations
 from .loopback import http_ok
 from .processes import ComponentProcess, free_port, wait_until

@@ -26,7 +26,7 @@ from scheduler.topology.fragmentation import WHOLE
 from scheduler.topology.graph import IntArray
 from scheduler.topology.least_fragmenting import choose_least_fragmenting
 from scheduler.topology.policy import Chosen, PlacementPolicy, PlacementView
-from simulations.cluster import GPU_RESOURCE, HOSTNAME_LABEL, TOPOLOGY_NAME
+from simulations.cluster_spec import GPU_RESOURCE, HOSTNAME_LABEL, TOPOLOGY_NAME
 from simulations.saturation.shapes import PodShapes, TracePod
 from simulations.traces.openb import OpenbTrace
 

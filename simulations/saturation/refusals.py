@@ -14,7 +14,7 @@ import numpy as np
 from scheduler.topology.capacity import BoolArray, CapacityState
 from scheduler.topology.fragmentation import WHOLE
 from scheduler.topology.graph import IntArray
-from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE
+from simulations.cluster_spec import GPU_PRODUCT_LABEL, GPU_RESOURCE
 from simulations.saturation.shapes import TracePod
 
 RefusedShape = tuple[int, int, int, int, tuple[str, ...]]  # cpu milli, memory MiB, GPUs, share, models

@@ -182,7 +182,7 @@ def job_name(pod: TracePod) -> str:
 
 
 def trace_summary(trace: OpenbTrace, mode: str) -> dict[str, Any]:
-    from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE
+    from simulations.cluster_spec import GPU_PRODUCT_LABEL, GPU_RESOURCE
 
     notes = trace.notes
     return {

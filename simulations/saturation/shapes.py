@@ -18,7 +18,7 @@ import numpy as np
 from scheduler.topology.capacity import BoolArray, CapacityState
 from scheduler.topology.fragmentation import WHOLE, FloatArray, ShapeMix
 from scheduler.topology.graph import IntArray
-from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE
+from simulations.cluster_spec import GPU_PRODUCT_LABEL, GPU_RESOURCE
 from simulations.workloads import JobSpec
 
 

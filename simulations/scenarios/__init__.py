@@ -4,7 +4,7 @@ Scenario file schema (every key optional except ``name``; unknown keys are error
 
     name: my-cluster                # shown in reports
     description: text
-    cluster:                        # synthetic hardware (simulations.cluster.ClusterSpec)
+    cluster:                        # synthetic hardware (simulations.cluster_spec.ClusterSpec)
       zones: 1
       spinesPerZone: 4
       blocksPerSpine: 8

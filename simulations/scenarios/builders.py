@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass
 from simulations.arrivals import generate_jobs
-from simulations.cluster import (
+from simulations.cluster_spec import (
     GPU_RESOURCE,
     LOCAL_QUEUE_NAME,
     TOPOLOGY_NAME,
@@ -86,7 +86,7 @@ def build(scenario: Scenario) -> BuiltScenario:
 
 
 def _build_openb(scenario: Scenario) -> BuiltScenario:
-    from simulations.cluster import HOSTNAME_LABEL, PRIORITY_CLASSES, build_flavor, flavor_name
+    from simulations.cluster_spec import HOSTNAME_LABEL, PRIORITY_CLASSES, build_flavor, flavor_name
     from simulations.traces.openb import OPENB_TEAM, read_openb
 
     assert scenario.trace is not None

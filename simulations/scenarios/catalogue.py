@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from simulations.cluster import (
+from simulations.cluster_spec import (
     ClusterSpec,
     QueueSpec,
     TeamSpec,

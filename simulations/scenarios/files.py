@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from simulations.cluster import (
+from simulations.cluster_spec import (
     ClusterSpec,
     QueueSpec,
     TeamSpec,
@@ -210,7 +210,7 @@ def _check_queue_objects(document: SourceDocument, scenario: Scenario) -> None:
     """The Kueue objects a file's teams become pass the shared check (``check_object``) that
     every other entry point uses; a refusal names the team that made the object."""
     from scheduler.api.checks import check_object
-    from simulations.cluster import build_queues, capacity_by_model
+    from simulations.cluster_spec import build_queues, capacity_by_model
 
     cluster = scenario.cluster or ClusterSpec()
     team_index = {team.name: i for i, team in enumerate(scenario.queues.teams)}

@@ -9,7 +9,7 @@ from typing import Any
 
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
-from simulations.cluster import (
+from simulations.cluster_spec import (
     ClusterSpec,
     QueueSpec,
 )

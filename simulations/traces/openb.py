@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from runtimes.k8s.core import Node
-from simulations.cluster import GPU_PRODUCT_LABEL, GPU_RESOURCE, HOSTNAME_LABEL, node_document, nodes_from_documents
+from simulations.cluster_spec import (
+    GPU_PRODUCT_LABEL,
+    GPU_RESOURCE,
+    HOSTNAME_LABEL,
+    node_document,
+    nodes_from_documents,
+)
 from simulations.errors import SimulationInputError
 from simulations.workloads import JobSpec
 

@@ -17,7 +17,7 @@ from scheduler.api.kueue import (
     Workload,
     WorkloadPriorityClass,
 )
-from simulations.cluster import GPU_RESOURCE, LOCAL_QUEUE_NAME
+from simulations.cluster_spec import GPU_RESOURCE, LOCAL_QUEUE_NAME
 from simulations.scenarios import BuiltScenario, Scenario
 from simulations.workloads import JobSpec
 

@@ -13,7 +13,7 @@ from playwright.async_api import Page
 from dashboard import DashboardData, DashboardServer
 from runtimes.examples.metrics import format_metrics_line
 from runtimes.local import LocalJobStore, StatusRecorder
-from simulations.cluster import ClusterSpec, QueueSpec, TeamSpec
+from simulations.cluster_spec import ClusterSpec, QueueSpec, TeamSpec
 from simulations.report import write_plots
 from simulations.scenarios import Scenario, build
 from simulations.simulator import Simulation

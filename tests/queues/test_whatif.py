@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from simulations.cluster import ClusterSpec
+from simulations.cluster_spec import ClusterSpec
 from simulations.scenarios import build
 from simulations.scenarios.catalogue import steady_scenario
 from simulations.whatif import Rehearsal, apply_changes, parse_change, rehearsal_from_queues, run_one

@@ -19,7 +19,7 @@ from real_support import Pool, PoolFactory, service_kubeconfig
 
 from sandbox.embedded import bundled_runtimes
 from sandbox.real.binaries import ClusterTools
-from sandbox.real.cluster import RealCluster, RealClusterSettings
+from sandbox.real.control_plane import RealCluster, RealClusterSettings
 from sandbox.real.install import service_documents
 from sandbox.real.service_process import ServiceProcess
 from sandbox.scenario_objects import stage_documents

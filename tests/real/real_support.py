@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from builders import ClusterQueueBuilder, LocalQueueBuilder, NodeBuilder, ResourceFlavorBuilder, TopologyBuilder
 
-from sandbox.real.cluster import RealCluster
+from sandbox.real.control_plane import RealCluster
 from sandbox.real.install import service_account_kubeconfig
 from sandbox.real.rest import RestClient, RestError
 from simulations.kwok import KWOK_NODE_ANNOTATION, POD_COMPLETE_DELAY_ANNOTATION

@@ -18,8 +18,8 @@ import yaml
 from kubernetes import client as official_client
 from real_support import KUEUE_API, PoolFactory, trainjob
 
-from sandbox.real.cluster import RealCluster
 from sandbox.real.commands import KWOK_CUSTOM_STATUS_ANNOTATION
+from sandbox.real.control_plane import RealCluster
 from scheduler.api.topology_assignment import decode_topology_assignment
 from tests.eventually import eventually_blocking
 

@@ -28,7 +28,7 @@ from real_support import HOSTNAME_LABEL, KUEUE_API, TRAINER_API, service_kubecon
 
 from sandbox.embedded import bundled_runtimes
 from sandbox.real.binaries import ClusterTools
-from sandbox.real.cluster import MANIFESTS, RealCluster, RealClusterSettings
+from sandbox.real.control_plane import MANIFESTS, RealCluster, RealClusterSettings
 from sandbox.real.install import service_documents
 from sandbox.real.rest import RestClient, RestError
 from sandbox.real.service_process import ServiceProcess

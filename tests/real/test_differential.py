@@ -19,7 +19,7 @@ from sandbox.apiserver.crds import CRD_DIR
 from sandbox.apiserver.write_checks import KINDS_WITH_CEL_RULES
 from sandbox.embedded import LocalCluster, bundled_runtimes
 from sandbox.real.binaries import ClusterTools
-from sandbox.real.cluster import RealCluster
+from sandbox.real.control_plane import RealCluster
 from sandbox.real.service_process import ServiceProcess
 
 # "sequence/step:path" (":*": every path of the step) → why the difference does not matter to trainyard.

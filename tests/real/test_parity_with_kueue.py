@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sandbox.real.binaries import ClusterTools
-from sandbox.real.cluster import RealCluster
+from sandbox.real.control_plane import RealCluster
 from trainyard.benchmarks.parity import parity_settings, run_inputs
 from trainyard.benchmarks.parity_inputs import objects_input
 

@@ -19,7 +19,7 @@ from typing import Any
 from kubernetes import client as official_client
 from real_support import KUEUE_API, PoolFactory, trainjob
 
-from sandbox.real.cluster import RealCluster
+from sandbox.real.control_plane import RealCluster
 from sandbox.real.service_process import ServiceProcess
 from tests.eventually import eventually_blocking
 from trainyard.sdk import KubernetesBackendConfig, TrainerClient

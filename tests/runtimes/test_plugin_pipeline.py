@@ -10,9 +10,9 @@ from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
 from runtimes.errors import FieldError, RenderError
 from runtimes.k8s.core import Affinity, ResourceRequirements
 from runtimes.loading import load_runtimes, load_trainjob
-from runtimes.placement import PodPlacement
 from runtimes.plugins import RuntimeInfo, in_tree_registry
 from runtimes.plugins.torch import resolve_num_proc_per_node
+from runtimes.pod_placement import PodPlacement
 from runtimes.podsets import workload_pod_sets
 from runtimes.render import render_trainjob
 

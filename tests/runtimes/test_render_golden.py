@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from runtimes.loading import dump_documents, load_runtimes, load_trainjob
-from runtimes.placement import PodPlacement
+from runtimes.pod_placement import PodPlacement
 from runtimes.render import render_trainjob
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 
 from sandbox.compare.comparison import Comparison, comparable, compare, simulate_recorded
 from sandbox.compare.records import Decision, RunRecord
-from simulations.cluster import ClusterSpec
+from simulations.cluster_spec import ClusterSpec
 from simulations.errors import SimulationInputError
 from simulations.scenarios import BUILTIN, FailureSpec, Scenario, build
 from simulations.workloads import SyntheticWorkload

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.embedded import Sandbox
-from simulations.cluster import ClusterSpec
+from simulations.cluster_spec import ClusterSpec
 from simulations.scenarios import IMMEDIATE_STAGES_DIR, Scenario, build
 from simulations.workloads import SyntheticWorkload
 from trainyard.cli.main import main

@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.api.kueue import ClusterQueue, LocalQueue, Topology
 from simulations.arrivals import generate_jobs
-from simulations.cluster import (
+from simulations.cluster_spec import (
     BLOCK_LABEL,
     GPU_RESOURCE,
     HOSTNAME_LABEL,

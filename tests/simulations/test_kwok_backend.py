@@ -19,7 +19,7 @@ import pytest
 from fakeapi.fixtures import FakeApi, fake_api  # noqa: F401 (fixture)
 
 from scheduler.kube import Informer, KubeClient
-from simulations.cluster import ClusterSpec, QueueSpec, TeamSpec
+from simulations.cluster_spec import ClusterSpec, QueueSpec, TeamSpec
 from simulations.events import RandomStreams
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION
 from simulations.kwok_backend import _run

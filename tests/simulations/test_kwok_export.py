@@ -9,7 +9,7 @@ import yaml
 
 from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
 from scheduler.trainjob import workload_for_trainjob
-from simulations.cluster import ClusterSpec, QueueSpec, TeamSpec
+from simulations.cluster_spec import ClusterSpec, QueueSpec, TeamSpec
 from simulations.engine_driver import workload_document
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
 from simulations.kwok_export import export, simulated_runtime, trainjob_document

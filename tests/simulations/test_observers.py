@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from simulations.cluster import ClusterSpec
+from simulations.cluster_spec import ClusterSpec
 from simulations.errors import ObserverProcessError, SimulationInputError
 from simulations.observers import (
     MODE_ENV,

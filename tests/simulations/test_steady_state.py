@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from simulations.arrivals import generate_jobs
-from simulations.cluster import ClusterSpec
+from simulations.cluster_spec import ClusterSpec
 from simulations.errors import SimulationInputError
 from simulations.events import RandomStreams
 from simulations.report import unfinished_table

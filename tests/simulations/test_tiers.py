@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from simulations.cluster import (
+from simulations.cluster_spec import (
     GPU_RESOURCE,
     ClusterSpec,
     QueueSpec,

@@ -239,7 +239,7 @@ def scenario_workloads(scenario: str, count: int | None) -> tuple[list[dict[str,
 
 async def measure(scenario: str, count: int | None, binaries: Path | None, timeout: float) -> dict[str, Any]:
     from sandbox.real.binaries import ClusterTools
-    from sandbox.real.cluster import RealCluster, RealClusterSettings
+    from sandbox.real.control_plane import RealCluster, RealClusterSettings
     from scheduler.kube import KubeClient, load_api_client
     from trainyard.benchmarks.admission_measures import prefixed_documents
     from trainyard.benchmarks.parity import until_active

@@ -60,7 +60,7 @@ def _due(record: SideRecord, durations: dict[str, int], step: int) -> list[str]:
 def parity_settings(fair_sharing: bool) -> Any:
     """The parity cluster: kube-apiserver, etcd and Kueue (with fair sharing where the input asks);
     no nodes, kubelet or kube-scheduler: Workloads are bare, and Kueue's TAS is not used."""
-    from sandbox.real.cluster import RealClusterSettings
+    from sandbox.real.control_plane import RealClusterSettings
 
     return RealClusterSettings(
         kueue=True, kwok=False, scheduler=False, jobset=False, controller_manager=False, kueue_fair_sharing=fair_sharing
@@ -69,7 +69,7 @@ def parity_settings(fair_sharing: bool) -> Any:
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from sandbox.real.binaries import ClusterTools
-    from sandbox.real.cluster import RealCluster
+    from sandbox.real.control_plane import RealCluster
 
     inputs = each_objects_input(args) if args.objects else [scenario_input(args)]
     cluster = RealCluster(ClusterTools.locate(args.binaries), parity_settings(any(p.fair_sharing for p in inputs)))

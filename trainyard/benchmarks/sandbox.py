@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def scenario(jobs: int, nodes: int, load: float) -> Any:
-    from simulations.cluster import ClusterSpec
+    from simulations.cluster_spec import ClusterSpec
     from simulations.scenarios import Scenario
     from simulations.workloads import SyntheticWorkload
 

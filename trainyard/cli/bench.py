@@ -18,7 +18,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "simulation": ("trainyard.benchmarks.simulation", "100,000 TrainJobs on 10,000 simulated 8-GPU nodes"),
     "admission": ("trainyard.benchmarks.admission", "Kueue's scheduler performance scenarios through the engine"),
     "placement": (
-        "trainyard.benchmarks.placement",
+        "trainyard.benchmarks.gang_placement",
         "gang placement on 10,000 fragmented GPU nodes vs first-fit and Kueue BestFit",
     ),
     "webhook": ("trainyard.benchmarks.webhook", "admission webhook rps and latency over loopback HTTPS"),

@@ -17,7 +17,7 @@ from trainyard.cli.errors import UserError
 
 if TYPE_CHECKING:
     from runtimes.api.trainer import AnyTrainingRuntime, TrainJob
-    from runtimes.placement import PodPlacement
+    from runtimes.pod_placement import PodPlacement
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -105,7 +105,7 @@ def resolve_runtime(
 def load_placement(path: str) -> PodPlacement:
     import yaml
 
-    from runtimes.placement import PodPlacement
+    from runtimes.pod_placement import PodPlacement
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))

@@ -118,7 +118,7 @@ async def _finish_jobsets(admin: Any, rng: random.Random) -> None:
 
 async def measure_real(args: argparse.Namespace) -> dict[str, Any]:
     from sandbox.real.binaries import ClusterTools
-    from sandbox.real.cluster import RealCluster, RealClusterSettings
+    from sandbox.real.control_plane import RealCluster, RealClusterSettings
     from sandbox.real.etcd_history import current_revision, follow
     from sandbox.real.fault_proxy import FaultProxy
     from sandbox.real.install import service_account_kubeconfig, service_documents

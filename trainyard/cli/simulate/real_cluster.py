@@ -23,7 +23,7 @@ from trainyard.cli.errors import UserError
 def run(args: argparse.Namespace) -> int:
     from sandbox.compare.comparison import comparable, side_by_side
     from sandbox.real.binaries import ClusterTools, MissingComponent
-    from sandbox.real.cluster import RealCluster
+    from sandbox.real.control_plane import RealCluster
     from sandbox.real.processes import ComponentFailed
     from simulations.errors import SimulationInputError
     from simulations.scenarios import build, resolve_scenario, with_trace

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from simulations.collector import RUN_THRESHOLDS, batch_collector
+from simulations.gc_settings import RUN_THRESHOLDS, batch_collector
 
 
 def test_run_settings_apply_inside_and_are_restored_after_an_error() -> None:
