@@ -16,6 +16,7 @@ from builders import (
     WorkloadBuilder,
     cluster_training_runtime,
     jobset,
+    kwok_trainjob,
     namespace,
     node,
     replicated_job,
@@ -28,6 +29,7 @@ from runtimes.api.trainer import ClusterTrainingRuntime, TrainingRuntime, TrainJ
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
 from scheduler.api.checks import check_object
+from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
 
 BLOCK = "cloud.example.com/block"
 
@@ -84,6 +86,7 @@ NODE_JOB = replicated_job("node", parallelism=2, cpu="2")
 DOCUMENTS: list[Any] = [
     pytest.param(trainjob(), TrainJob, id="trainjob-default"),
     pytest.param(GPU_JOB, TrainJob, id="trainjob-gpus"),
+    pytest.param(kwok_trainjob("sim", nodes=3, gpus=4, run="1h"), TrainJob, id="trainjob-kwok"),
     pytest.param(trainjob(nodes=None, runtime="mnist", runtime_kind="TrainingRuntime"), TrainJob, id="trainjob-bare"),
     pytest.param(cluster_training_runtime(replicated_jobs=[NODE_JOB]), ClusterTrainingRuntime, id="cluster-runtime"),
     pytest.param(training_runtime("mnist", "team-a", replicated_jobs=[NODE_JOB]), TrainingRuntime, id="runtime"),
@@ -123,3 +126,11 @@ def test_node_in_one_call_reads_as_the_builder() -> None:
     assert not built.ready
     assert not built.schedulable
     assert "status" not in node("n6", ready=None)
+
+
+def test_a_kwok_trainjob_carries_the_annotations_the_kwok_stages_read() -> None:
+    (override,) = kwok_trainjob("sim", run="90s")["spec"]["podTemplateOverrides"]
+    assert override["metadata"]["annotations"] == {
+        POD_COMPLETE_DELAY_ANNOTATION: "90s",
+        POD_COMPLETE_JITTER_ANNOTATION: "90s",
+    }

@@ -23,10 +23,13 @@ from .kueue import (
     timestamp,
 )
 from .trainer import (
+    KWOK_DELAY_ANNOTATION,
+    KWOK_JITTER_ANNOTATION,
     PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
     TRAINER_API,
     cluster_training_runtime,
+    kwok_trainjob,
     training_runtime,
     trainjob,
 )
@@ -36,6 +39,8 @@ __all__ = [
     "EPOCH",
     "HOSTNAME",
     "JOBSET_API",
+    "KWOK_DELAY_ANNOTATION",
+    "KWOK_JITTER_ANNOTATION",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_LABEL",
     "TRAINER_API",
@@ -49,6 +54,7 @@ __all__ = [
     "cluster_training_runtime",
     "flavor",
     "jobset",
+    "kwok_trainjob",
     "local_queue",
     "namespace",
     "node",

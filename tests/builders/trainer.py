@@ -16,6 +16,10 @@ from typing import Any
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+GPU = "nvidia.com/gpu"
+# KWOK's pod-complete stage completes a pod this long after it starts (trainyard's stages read both)
+KWOK_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+KWOK_JITTER_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
 
 
 def trainjob(
@@ -61,6 +65,30 @@ def trainjob(
         ]
     body.update(spec)
     return {"apiVersion": TRAINER_API, "kind": "TrainJob", "metadata": metadata, "spec": body}
+
+
+def kwok_trainjob(
+    name: str,
+    namespace: str = "team-a",
+    *,
+    nodes: int = 2,
+    gpus: int = 8,
+    run: str = "1s",
+    queue: str | None = "default",
+    **fields: Any,
+) -> dict[str, Any]:
+    """A TrainJob for a cluster of KWOK nodes (the sandbox's): ``nodes`` nodes of 8 CPUs and ``gpus``
+    GPUs each, its pods completed by KWOK after ``run``; in ``queue`` unless that is None."""
+    return trainjob(
+        name,
+        namespace,
+        nodes=nodes,
+        requests={"cpu": "8", GPU: str(gpus)},
+        limits={GPU: str(gpus)},
+        queue=queue,
+        pod_annotations={KWOK_DELAY_ANNOTATION: run, KWOK_JITTER_ANNOTATION: run},
+        **fields,
+    )
 
 
 def _trainer(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -15,7 +14,7 @@ from fakeapi.fixtures import FakeApi, fake_api
 
 from sandbox.embedded import Sandbox
 from scheduler.kube import KubeClient
-from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+from tests.builders import kwok_trainjob
 from trainyard.cli.errors import UserError
 from trainyard.cli.main import main
 from trainyard.cli.run.submission import JobWatch
@@ -26,24 +25,7 @@ GPU = "nvidia.com/gpu"
 
 
 def write_trainjob(folder: Path, name: str, *, nodes: int = 2, run: str = "1s") -> Path:
-    per_node = {"cpu": "8", GPU: "8"}
-    document: dict[str, Any] = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": "team-a"},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": per_node, "limits": {GPU: "8"}}},
-            "podTemplateOverrides": [
-                {
-                    "targetJobs": [{"name": "node"}],
-                    "metadata": {
-                        "annotations": {POD_COMPLETE_DELAY_ANNOTATION: run, POD_COMPLETE_JITTER_ANNOTATION: run}
-                    },
-                }
-            ],
-        },
-    }
+    document = kwok_trainjob(name, nodes=nodes, run=run, queue=None)
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path

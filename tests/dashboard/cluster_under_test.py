@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashboard_support import trainjob
 from playwright.async_api import Page
 
 from dashboard import DashboardData, DashboardServer
@@ -29,6 +28,7 @@ from sandbox.embedded import Sandbox
 from scheduler.engine import AdmissionEngine, WorkloadInfo
 from scheduler.kube import KubeApiError, KubeClient, close_api_client, load_api_client
 from scheduler.queues import QueueState, cluster_queue_summaries, load_state
+from tests.builders import kwok_trainjob
 from tests.eventually import eventually
 from trainyard.cli.dashboard import ClusterMirror, controller_dashboard
 from trainyard.cli.queues.cluster_side import read_cluster
@@ -83,7 +83,7 @@ class ClusterUnderTest:
         return f"{base}-{self.suffix}"
 
     async def submit(self, base: str, **shape: Any) -> str:
-        document = trainjob(self.name(base), **shape)
+        document = kwok_trainjob(self.name(base), run="1h", **shape)
         await self.client.create(document)
         self.created.append((document["metadata"]["namespace"], document["metadata"]["name"]))
         return self.name(base)

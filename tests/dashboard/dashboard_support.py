@@ -1,4 +1,4 @@
-"""Helpers for the dashboard's tests: a real headless Chromium, screenshots, TrainJobs.
+"""Helpers for the dashboard's tests: a real headless Chromium and screenshots.
 
 The browser is Debian's chromium driven by Playwright (``make install`` installs chromium; the
 pinned playwright package never downloads a browser of its own). Screenshots of each page at
@@ -11,13 +11,10 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from playwright.async_api import Page, async_playwright
 
-from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
-
-__all__ = ["browser_page", "screenshot", "trainjob"]
+__all__ = ["browser_page", "screenshot"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -35,7 +32,6 @@ CHROMIUM_ARGS = [
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / os.environ.get("TRAINYARD_SCREENSHOTS", "build/screenshots")
 VIEWPORT = {"width": 1440, "height": 900}
-GPU = "nvidia.com/gpu"
 
 
 @contextlib.asynccontextmanager
@@ -58,25 +54,3 @@ async def screenshot(page: Page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path))
     return path
-
-
-def trainjob(name: str, *, namespace: str = "team-a", nodes: int = 2, gpus: int = 8, run: str = "1h") -> dict[str, Any]:
-    """A TrainJob on the bundled torch runtime whose KWOK pods run for ``run``."""
-    per_node = {"cpu": "8", GPU: str(gpus)}
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "default"}},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": per_node, "limits": {GPU: str(gpus)}}},
-            "podTemplateOverrides": [
-                {
-                    "targetJobs": [{"name": "node"}],
-                    "metadata": {
-                        "annotations": {POD_COMPLETE_DELAY_ANNOTATION: run, POD_COMPLETE_JITTER_ANNOTATION: run}
-                    },
-                }
-            ],
-        },
-    }
