@@ -78,6 +78,7 @@ GPU_JOB = trainjob(
     limits={"nvidia.com/gpu": "8"},
     queue="main",
     priority_class="high",
+    annotations={"example.com/owner": "team-a"},
     pod_annotations={"pod-complete.stage.kwok.x-k8s.io/delay": "1s"},
     suspend=True,
 )

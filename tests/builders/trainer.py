@@ -35,6 +35,7 @@ def trainjob(
     queue: str | None = None,
     priority_class: str | None = None,
     labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
     pod_annotations: dict[str, str] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
@@ -52,6 +53,8 @@ def trainjob(
         all_labels[PRIORITY_CLASS_LABEL] = priority_class
     if labels is not None or all_labels:
         metadata["labels"] = all_labels
+    if annotations is not None:
+        metadata["annotations"] = dict(annotations)
     runtime_ref: dict[str, Any] = {"name": runtime}
     if runtime_kind is not None:
         runtime_ref["kind"] = runtime_kind

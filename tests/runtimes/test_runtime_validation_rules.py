@@ -14,6 +14,7 @@ from runtimes.errors import RenderError
 from runtimes.loading import LoadError, load_trainjob
 from runtimes.render import render_trainjob
 from runtimes.validation import validate_runtime, validate_trainjob
+from tests.builders import trainjob
 from trainyard.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,14 +22,9 @@ TORCH_RUNTIME = yaml.safe_load((ROOT / "manifests/runtimes/torch_distributed.yam
 MPI_RUNTIME = yaml.safe_load((ROOT / "manifests/runtimes/deepspeed_distributed.yaml").read_text())
 
 
-def trainjob(**trainer: Any) -> dict[str, Any]:
-    """A valid torch TrainJob as a dict; keyword arguments replace fields of spec.trainer."""
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "job", "namespace": "ns"},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2, **trainer}},
-    }
+def two_node_job(**trainer: Any) -> dict[str, Any]:
+    """A valid torch TrainJob on two nodes; keyword arguments replace fields of spec.trainer."""
+    return trainjob("job", "ns", nodes=2, trainer=trainer)
 
 
 def errors_of(job: dict[str, Any], runtime: dict[str, Any] | None = TORCH_RUNTIME) -> dict[str, str]:
@@ -40,11 +36,11 @@ def errors_of(job: dict[str, Any], runtime: dict[str, Any] | None = TORCH_RUNTIM
 
 
 def test_a_valid_job_has_no_errors() -> None:
-    assert errors_of(trainjob()) == {}
+    assert errors_of(two_node_job()) == {}
 
 
 def with_patch_container(name: str, env: bool = False) -> dict[str, Any]:
-    job = trainjob()
+    job = two_node_job()
     container: dict[str, Any] = {"name": name, "volumeMounts": [{"name": "d", "mountPath": "/d"}]}
     if env:
         container["env"] = [{"name": "A", "value": "1"}]
@@ -68,29 +64,35 @@ def with_patch_container(name: str, env: bool = False) -> dict[str, Any]:
 PATCH_CONTAINER = "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0]"
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, str, str]] = [
-    ("missing-runtime", trainjob(), None, "spec.runtimeRef", "'torch-distributed' does not exist"),
+    ("missing-runtime", two_node_job(), None, "spec.runtimeRef", "'torch-distributed' does not exist"),
     (
         "reserved-pet-env",
-        trainjob(env=[{"name": "PET_NNODES", "value": "9"}]),
+        two_node_job(env=[{"name": "PET_NNODES", "value": "9"}]),
         TORCH_RUNTIME,
         "spec.trainer.env",
         "PET_NNODES",
     ),
     (
         "num-nodes-zero",
-        trainjob(numNodes=0),
+        two_node_job(numNodes=0),
         TORCH_RUNTIME,
         "spec.trainer.numNodes",
         "0 is not accepted: must be at least 1",
     ),
     (
         "num-proc-word",
-        trainjob(numProcPerNode="many"),
+        two_node_job(numProcPerNode="many"),
         TORCH_RUNTIME,
         "spec.trainer.numProcPerNode",
         "'many' is not accepted",
     ),
-    ("num-proc-zero", trainjob(numProcPerNode=0), TORCH_RUNTIME, "spec.trainer.numProcPerNode", "must be at least 1"),
+    (
+        "num-proc-zero",
+        two_node_job(numProcPerNode=0),
+        TORCH_RUNTIME,
+        "spec.trainer.numProcPerNode",
+        "must be at least 1",
+    ),
     (
         "unknown-patch-container",
         with_patch_container("sidecar"),
@@ -107,38 +109,35 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, str, str]] = [
     ),
     (
         "mpi-word-num-proc",
-        {
-            **trainjob(numProcPerNode="auto"),
-            "spec": {"runtimeRef": {"name": "deepspeed-distributed"}, "trainer": {"numProcPerNode": "auto"}},
-        },
+        trainjob("job", "ns", runtime="deepspeed-distributed", nodes=None, trainer={"numProcPerNode": "auto"}),
         MPI_RUNTIME,
         "spec.trainer.numProcPerNode",
         "integer",
     ),
     (
         "ompi-env",
-        {
-            **trainjob(),
-            "spec": {
-                "runtimeRef": {"name": "deepspeed-distributed"},
-                "trainer": {"env": [{"name": "OMPI_MCA_plm_rsh_args", "value": "x"}]},
-            },
-        },
+        trainjob(
+            "job",
+            "ns",
+            runtime="deepspeed-distributed",
+            nodes=None,
+            trainer={"env": [{"name": "OMPI_MCA_plm_rsh_args", "value": "x"}]},
+        ),
         MPI_RUNTIME,
         "spec.trainer.env",
         "OMPI_MCA_plm_rsh_args",
     ),
-    ("bad-name", {**trainjob(), "metadata": {"name": "Bad_Name"}}, TORCH_RUNTIME, "metadata.name", "DNS label"),
+    ("bad-name", {**two_node_job(), "metadata": {"name": "Bad_Name"}}, TORCH_RUNTIME, "metadata.name", "DNS label"),
     (
         "dataset-without-initializer-job",
-        {**trainjob(), "spec": {**trainjob()["spec"], "initializer": {"dataset": {"storageUri": "hf://a/b"}}}},
+        trainjob("job", "ns", nodes=2, initializer={"dataset": {"storageUri": "hf://a/b"}}),
         TORCH_RUNTIME,
         "spec.initializer.dataset",
         "no dataset-initializer replicated job",
     ),
     (
         "storage-uri-without-scheme",
-        {**trainjob(), "spec": {**trainjob()["spec"], "initializer": {"model": {"storageUri": "models/x"}}}},
+        trainjob("job", "ns", nodes=2, initializer={"model": {"storageUri": "models/x"}}),
         TORCH_RUNTIME,
         "spec.initializer.model.storageUri",
         "scheme",
@@ -158,7 +157,7 @@ def test_bad_trainjob_names_the_field(
 def test_render_refuses_an_invalid_trainjob() -> None:
     with pytest.raises(RenderError) as raised:
         render_trainjob(
-            TrainJob.model_validate(trainjob(numNodes=0)), ClusterTrainingRuntime.model_validate(TORCH_RUNTIME)
+            TrainJob.model_validate(two_node_job(numNodes=0)), ClusterTrainingRuntime.model_validate(TORCH_RUNTIME)
         )
     assert "spec.trainer.numNodes" in str(raised.value)
 
@@ -212,7 +211,7 @@ def test_invalid_yaml_names_file_and_line(tmp_path: Path) -> None:
 
 def test_wrongly_typed_field_names_file_object_and_field(tmp_path: Path) -> None:
     path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(trainjob(numNodes="two")))
+    path.write_text(yaml.safe_dump(two_node_job(numNodes="two")))
     with pytest.raises(LoadError) as raised:
         load_trainjob(path)
     # the webhook's words, at the line of the field (runtimes.loading checks as scheduler.api.checks does)
@@ -222,14 +221,14 @@ def test_wrongly_typed_field_names_file_object_and_field(tmp_path: Path) -> None
 
 def test_cli_render_reports_errors_without_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(trainjob(env=[{"name": "PET_MASTER_ADDR", "value": "x"}])))
+    path.write_text(yaml.safe_dump(two_node_job(env=[{"name": "PET_MASTER_ADDR", "value": "x"}])))
     assert main(["render", str(path)]) == 2
     err = capsys.readouterr().err
     assert "spec.trainer.env" in err
     assert "PET_MASTER_ADDR" in err
     assert "Traceback" not in err
     missing = tmp_path / "missing.yaml"
-    missing.write_text(yaml.safe_dump({**trainjob(), "spec": {"runtimeRef": {"name": "nope"}}}))
+    missing.write_text(yaml.safe_dump({**two_node_job(), "spec": {"runtimeRef": {"name": "nope"}}}))
     assert main(["render", str(missing)]) == 2
     err = capsys.readouterr().err
     assert "spec.runtimeRef" in err

@@ -12,6 +12,7 @@ from runtimes.k8s.fields import unknown_fields
 from runtimes.render import RenderedTrainJob, render_trainjob
 from runtimes.runtime_validation import validate_jobset_spec, validate_runtime
 from runtimes.validation import validate_trainjob_update
+from tests.builders import cluster_training_runtime, trainjob
 
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 
@@ -33,31 +34,16 @@ def runtime(
     }
     if labelled:
         job["template"]["metadata"] = {"labels": {ANCESTOR: "trainer"}}
-    spec: dict[str, Any] = {"mlPolicy": ml_policy, "template": {"spec": {"replicatedJobs": [job]}}}
-    if pod_group_policy is not None:
-        spec["podGroupPolicy"] = pod_group_policy
-    return ClusterTrainingRuntime.model_validate(
-        {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "ClusterTrainingRuntime",
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-    )
+    spec: dict[str, Any] = {} if pod_group_policy is None else {"podGroupPolicy": pod_group_policy}
+    document = cluster_training_runtime(name, ml_policy=ml_policy, replicated_jobs=[job], **spec)
+    return ClusterTrainingRuntime.model_validate(document)
 
 
-def trainjob(runtime_name: str, trainer: dict[str, Any] | None = None, **metadata: Any) -> TrainJob:
-    spec: dict[str, Any] = {"runtimeRef": {"name": runtime_name}}
-    if trainer is not None:
-        spec["trainer"] = trainer
-    return TrainJob.model_validate(
-        {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "job", "namespace": "default", **metadata},
-            "spec": spec,
-        }
-    )
+def job_on(runtime_name: str, trainer: dict[str, Any] | None = None, **metadata: Any) -> TrainJob:
+    """The TrainJob ``job`` on ``runtime_name``: no ``spec.trainer`` unless given; ``metadata`` fields added."""
+    document = trainjob(runtime=runtime_name, nodes=None, trainer=trainer)
+    document["metadata"].update(metadata)
+    return TrainJob.model_validate(document)
 
 
 def job_of(rendered: RenderedTrainJob, name: str = "node") -> dict[str, Any]:
@@ -74,7 +60,7 @@ def env_of(
 
 
 def test_jax_honours_num_nodes_and_sets_the_coordinator() -> None:
-    rendered = render_trainjob(trainjob("jax", {"numNodes": 3}), runtime("jax", {"numNodes": 1, "jax": {}}))
+    rendered = render_trainjob(job_on("jax", {"numNodes": 3}), runtime("jax", {"numNodes": 1, "jax": {}}))
     assert job_of(rendered)["template"]["spec"]["parallelism"] == 3
     env = env_of(rendered)
     assert env["JAX_NUM_PROCESSES"] == "3"
@@ -87,7 +73,7 @@ def test_jax_honours_num_nodes_and_sets_the_coordinator() -> None:
 def test_xgboost_counts_one_worker_per_gpu_and_refuses_reserved_env() -> None:
     rt = runtime("xgb", {"numNodes": 1, "xgboost": {}})
     rendered = render_trainjob(
-        trainjob("xgb", {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}}), rt
+        job_on("xgb", {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}}), rt
     )
     env = env_of(rendered)
     assert (env["DMLC_NUM_WORKER"], env["DMLC_TRACKER_URI"], env["DMLC_TRACKER_PORT"]) == (
@@ -96,7 +82,7 @@ def test_xgboost_counts_one_worker_per_gpu_and_refuses_reserved_env() -> None:
         "29500",
     )
     with pytest.raises(RenderError, match="DMLC_NUM_WORKER is reserved for the XGBoost runtime"):
-        render_trainjob(trainjob("xgb", {"env": [{"name": "DMLC_NUM_WORKER", "value": "3"}]}), rt)
+        render_trainjob(job_on("xgb", {"env": [{"name": "DMLC_NUM_WORKER", "value": "3"}]}), rt)
 
 
 def test_volcano_builds_its_pod_group_with_queue_and_priority_class() -> None:
@@ -105,7 +91,7 @@ def test_volcano_builds_its_pod_group_with_queue_and_priority_class() -> None:
         "containers": [{"name": "node", "image": "x", "resources": {"requests": {"cpu": "2"}}}],
     }
     rt = runtime("vc", {"numNodes": 1, "torch": {}}, pod_group_policy={"volcano": {}}, pod_spec=pod_spec)
-    job = trainjob("vc", {"numNodes": 4}, annotations={"scheduling.volcano.sh/queue-name": "research"})
+    job = job_on("vc", {"numNodes": 4}, annotations={"scheduling.volcano.sh/queue-name": "research"})
     rendered = render_trainjob(job, rt)
     assert rendered.pod_group is not None
     group = rendered.pod_group.to_dict()
@@ -118,7 +104,7 @@ def test_volcano_builds_its_pod_group_with_queue_and_priority_class() -> None:
     }
     annotations = job_of(rendered)["template"]["spec"]["template"]["metadata"]["annotations"]
     assert annotations["scheduling.k8s.io/group-name"] == "job"
-    empty = trainjob("vc", annotations={"scheduling.volcano.sh/queue-name": ""})
+    empty = job_on("vc", annotations={"scheduling.volcano.sh/queue-name": ""})
     with pytest.raises(RenderError, match="Volcano queue name must not be empty"):
         render_trainjob(empty, rt)
 
@@ -139,14 +125,14 @@ def test_flux_runtimes_are_refused_with_the_reason() -> None:
     ids=["no-trainer", "requests-first", "gpu-auto"],
 )
 def test_pet_env_even_without_spec_trainer(trainer: dict[str, Any] | None, expected: str) -> None:
-    rendered = render_trainjob(trainjob("torch", trainer), runtime("torch", {"numNodes": 2, "torch": {}}))
+    rendered = render_trainjob(job_on("torch", trainer), runtime("torch", {"numNodes": 2, "torch": {}}))
     env = env_of(rendered)
     assert (env["PET_NNODES"], env["PET_NPROC_PER_NODE"]) == ("2", expected)
 
 
 def test_torchtune_gets_pet_counts_but_its_rendezvous_on_the_command_line() -> None:
     rt = runtime("torchtune-llama3.2-1b", {"numNodes": 1, "torch": {}})
-    rendered = render_trainjob(trainjob("torchtune-llama3.2-1b", {"command": ["tune", "run"]}), rt)
+    rendered = render_trainjob(job_on("torchtune-llama3.2-1b", {"command": ["tune", "run"]}), rt)
     env = env_of(rendered)
     assert {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK"} <= set(env)
     assert "PET_MASTER_ADDR" not in env
@@ -159,20 +145,18 @@ def test_env_injection_reaches_the_named_init_container_and_checks_names() -> No
     }
     targets = {"targets": [{"jobName": "node", "containerNames": ["preflight"]}]}
     rt = runtime("inj", {"numNodes": 2, "torch": {"envInjection": targets}}, pod_spec=pod_spec)
-    env = env_of(render_trainjob(trainjob("inj"), rt), container="preflight", init=True)
+    env = env_of(render_trainjob(job_on("inj"), rt), container="preflight", init=True)
     assert (env["PET_NNODES"], env["PET_MASTER_ADDR"]) == ("2", "job-node-0-0.job")
     wrong = {"targets": [{"jobName": "node", "containerNames": ["missing"]}]}
     bad = runtime("inj", {"numNodes": 2, "torch": {"envInjection": wrong}}, pod_spec=pod_spec)
     with pytest.raises(RenderError, match="container 'missing' not found in runtime template"):
-        render_trainjob(trainjob("inj"), bad)
+        render_trainjob(job_on("inj"), bad)
 
 
 def test_steps_are_known_by_the_ancestor_label_only() -> None:
-    unlabelled = render_trainjob(trainjob("plain", {"numNodes": 3}), runtime("plain", {"numNodes": 2}, labelled=False))
+    unlabelled = render_trainjob(job_on("plain", {"numNodes": 3}), runtime("plain", {"numNodes": 2}, labelled=False))
     assert job_of(unlabelled)["template"]["spec"]["parallelism"] == 1
-    labelled = render_trainjob(
-        trainjob("plain", {"numNodes": 3}), runtime("plain", {"numNodes": 2}, job_name="workers")
-    )
+    labelled = render_trainjob(job_on("plain", {"numNodes": 3}), runtime("plain", {"numNodes": 2}, job_name="workers"))
     assert job_of(labelled, "workers")["template"]["spec"]["parallelism"] == 3
 
 
@@ -205,7 +189,7 @@ def test_unknown_pod_group_and_ml_policies_are_refused_not_ignored() -> None:
 
 def test_elastic_torch_starts_min_nodes_with_the_node_range() -> None:
     rt = runtime("elastic", {"torch": {"elasticPolicy": {"minNodes": 2, "maxNodes": 4}}})
-    rendered = render_trainjob(trainjob("elastic"), rt)
+    rendered = render_trainjob(job_on("elastic"), rt)
     assert job_of(rendered)["template"]["spec"]["parallelism"] == 2
     assert env_of(rendered)["PET_NNODES"] == "2:4"
     both = runtime("elastic", {"numNodes": 2, "torch": {"elasticPolicy": {"minNodes": 2, "maxNodes": 4}}})
@@ -231,7 +215,7 @@ OVERRIDE_FIELDS: dict[str, Any] = {
 def test_pod_overrides_of_older_trainer_versions_reach_the_targeted_pods(field: str, override: dict[str, Any]) -> None:
     """v2.0's podSpecOverrides (pod spec fields inline) render as v2.1's podTemplateOverrides do,
     never silently dropped."""
-    job = trainjob("torch", {"numNodes": 2}).to_dict()
+    job = job_on("torch", {"numNodes": 2}).to_dict()
     job["spec"][field] = [override]
     rendered = render_trainjob(TrainJob.model_validate(job), runtime("torch", {"numNodes": 1, "torch": {}}))
     pod_spec = job_of(rendered)["template"]["spec"]["template"]["spec"]
@@ -262,7 +246,7 @@ def test_pod_overrides_of_older_trainer_versions_reach_the_targeted_pods(field: 
     ids=["unknown-job", "unknown-container", "trainer-env"],
 )
 def test_pod_spec_overrides_name_jobs_and_containers_of_the_runtime(override: dict[str, Any], message: str) -> None:
-    job = trainjob("torch").to_dict()
+    job = job_on("torch").to_dict()
     job["spec"]["podSpecOverrides"] = [override]
     with pytest.raises(RenderError, match=message):
         render_trainjob(TrainJob.model_validate(job), runtime("torch", {"numNodes": 1, "torch": {}}))
@@ -274,7 +258,7 @@ def test_pod_spec_overrides_change_only_around_a_suspension() -> None:
     override = {"targetJobs": [{"name": "node"}], "nodeSelector": {"pool": "a"}}
 
     def job(pool: str, *, suspend: bool) -> TrainJob:
-        data = trainjob("torch").to_dict()
+        data = job_on("torch").to_dict()
         data["spec"]["suspend"] = suspend
         data["spec"]["podSpecOverrides"] = [{**override, "nodeSelector": {"pool": pool}}]
         return TrainJob.model_validate(data)
@@ -298,7 +282,7 @@ def test_every_pod_override_field_of_trainer_is_known() -> None:
         "containers": [{"name": "node", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
         "initContainers": [{"name": "init", "env": [{"name": "A", "value": "1"}]}],
     }
-    data = trainjob("torch").to_dict()
+    data = job_on("torch").to_dict()
     data["spec"]["podSpecOverrides"] = [{"targetJobs": [{"name": "node"}], **fields}]
     data["spec"]["podTemplateOverrides"] = [
         {"targetJobs": [{"name": "node"}], "spec": {**fields, "imagePullSecrets": [{"name": "registry"}]}}
@@ -323,7 +307,7 @@ def test_runtime_patch_pod_fields_of_trainer_are_known() -> None:
         "terminationGracePeriodSeconds": 30,
         "containers": [{"name": "node", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
     }
-    data = trainjob("torch").to_dict()
+    data = job_on("torch").to_dict()
     data["spec"]["runtimePatches"] = [
         {
             "manager": "example.io/platform-team",
