@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from builders import LocalQueueBuilder
+from builders import LocalQueueBuilder, trainjob
 from fakeapi.fixtures import FakeApi, fake_api
 from webhook_support import OBJECTS, apply_patch, review
 
@@ -44,19 +44,7 @@ def seed_fixture_objects(fake: FakeApi) -> int:
     return len(documents)
 
 
-def trainjob(namespace: str, name: str = "mnist", labels: dict[str, str] | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if labels is not None:
-        metadata["labels"] = labels
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": metadata,
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": 1, "resourcesPerNode": {"requests": {"cpu": "2", "nvidia.com/gpu": "1"}}},
-        },
-    }
+ONE_GPU = {"cpu": "2", "nvidia.com/gpu": "1"}
 
 
 class RunningWebhook:
@@ -82,7 +70,7 @@ class RunningWebhook:
         return response
 
     async def queue_defaulted(self, namespace: str) -> str | None:
-        job = trainjob(namespace)
+        job = trainjob("mnist", namespace, requests=ONE_GPU)
         patched = apply_patch(job, await self.admit("/mutate/trainjobs", job))
         labels: dict[str, str] = patched["metadata"].get("labels") or {}
         return labels.get(QUEUE)
@@ -139,14 +127,16 @@ async def test_webhook_answers_from_the_cluster_and_follows_its_changes(
     # team-a has a LocalQueue named default in the cluster: the queue is defaulted
     assert await webhook.queue_defaulted("team-a") == "default"
     assert await webhook.queue_defaulted("team-b") is None  # team-b's queue is called "training"
-    validated = await webhook.admit("/validate/trainjobs", trainjob("team-a", labels={QUEUE: "default"}))
+    validated = await webhook.admit(
+        "/validate/trainjobs", trainjob("mnist", "team-a", requests=ONE_GPU, queue="default")
+    )
     assert validated["allowed"] is True, validated
 
     # Changes in the cluster change the answers.
     localqueues = fake_api.server.type_of("kueue.x-k8s.io/v1beta2", "LocalQueue")
     fake_api.store.delete(localqueues, "team-a", "default")
     await eventually(lambda: _is_none(webhook.queue_defaulted("team-a")), "the deleted queue to stop defaulting")
-    refused = await webhook.admit("/validate/trainjobs", trainjob("team-a", labels={QUEUE: "default"}))
+    refused = await webhook.admit("/validate/trainjobs", trainjob("mnist", "team-a", requests=ONE_GPU, queue="default"))
     assert refused["allowed"] is False
     assert "LocalQueue 'default' does not exist" in refused["status"]["message"]
 
