@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from builders import ClusterQueueBuilder, LocalQueueBuilder, NodeBuilder, ResourceFlavorBuilder, TopologyBuilder
+from builders import trainjob as build_trainjob
 
 from sandbox.real.control_plane import RealCluster
 from sandbox.real.install import service_account_kubeconfig
@@ -153,33 +154,26 @@ def trainjob(
     """A TrainJob as a user writes it: no queue label (the webhook adds the namespace's default)."""
     requests = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
     annotations = {POD_COMPLETE_DELAY_ANNOTATION: f"{int(run_seconds * 1000)}ms"}
-    return {
-        "apiVersion": TRAINER_API,
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(extra_labels or {})},
-        "spec": {
-            "runtimeRef": {"name": runtime},
-            "trainer": {
-                "numNodes": nodes,
-                "resourcesPerNode": {"requests": requests, "limits": dict(requests)},
-            },
-            # Trainer v2.3's way to reach the pods (podTemplateOverrides is gone from its CRD)
-            "runtimePatches": [
-                {
-                    "manager": "trainyard.test/e2e",
-                    "trainingRuntimeSpec": {
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {
-                                        "name": "node",
-                                        "template": {"spec": {"template": {"metadata": {"annotations": annotations}}}},
-                                    }
-                                ]
-                            }
-                        }
-                    },
+    # Trainer v2.3's way to reach the pods (podTemplateOverrides is gone from its CRD)
+    patch = {
+        "manager": "trainyard.test/e2e",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {"template": {"metadata": {"annotations": annotations}}}}}
+                    ]
                 }
-            ],
+            }
         },
     }
+    return build_trainjob(
+        name,
+        namespace,
+        runtime=runtime,
+        nodes=nodes,
+        requests=requests,
+        limits=requests,
+        labels=dict(extra_labels or {}),
+        runtimePatches=[patch],
+    )
