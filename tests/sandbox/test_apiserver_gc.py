@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import jobset
 from fakeapi.fixtures import FakeApi
-from sandbox_support import config_map, job, jobset, kube, owner_ref, pod
+from sandbox_support import config_map, job, kube, owner_ref, pod
 
 from sandbox.apiserver import FakeApiServer
 from scheduler.kube import KubeApiError, KubeClient, WatchEvent, load_api_client

@@ -13,8 +13,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from builders import jobset, replicated_job
 from fakeapi.fixtures import FakeApi
-from sandbox_support import condition_of, kube, node, replicated_job, training_jobset
+from sandbox_support import condition_of, kube, node
 
 from sandbox.standins import RUN_SECONDS_ANNOTATION, Standins
 from sandbox.standins.podgroups import next_status
@@ -34,8 +35,8 @@ async def test_the_launcher_waits_for_its_nodes_and_finished_nodes_stay(fake_api
     nodes = replicated_job("node", parallelism=2, annotations={RUN_SECONDS_ANNOTATION: "0.6"})
     launcher = replicated_job("launcher", annotations={RUN_SECONDS_ANNOTATION: "0.1"})
     launcher["dependsOn"] = [{"name": "node", "status": "Ready"}]
-    spec = training_jobset(
-        "ds", nodes, launcher, successPolicy={"operator": "All", "targetReplicatedJobs": ["launcher"]}
+    spec = jobset(
+        "ds", "default", nodes, launcher, successPolicy={"operator": "All", "targetReplicatedJobs": ["launcher"]}
     )
     async with kube(fake_api) as client, Standins(client, start_seconds=0.3, run_seconds=0.1) as standins:
         await standins.synced()
@@ -151,7 +152,7 @@ async def test_kubectl_columns_of_a_podgroup_are_filled(fake_api: FakeApi) -> No
     async with kube(fake_api) as client, Standins(client, run_seconds=0.1) as standins:
         await standins.synced()
         await client.create(group)
-        await client.create(training_jobset("train", workers))
+        await client.create(jobset("train", "default", workers))
 
         async def finished() -> dict[str, Any] | None:
             found = await client.get("PodGroup", "train", "default")

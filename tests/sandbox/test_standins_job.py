@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders import jobset, replicated_job
 from fakeapi.fixtures import FakeApi
-from sandbox_support import condition_of, kube, node, replicated_job, training_jobset
+from sandbox_support import condition_of, kube, node
 
 from sandbox.standins import EXIT_CODE_ANNOTATION, Standins
 from sandbox.standins.job import compress_indexes
@@ -74,7 +75,7 @@ async def test_the_stand_ins_finish_a_jobset_while_the_server_injects_faults(fak
         await standins.synced()
         fake_api.faults.random(0.15, seed=11, retry_after=0)
         fake_api.server.seed(
-            training_jobset("chaos", replicated_job("a", replicas=2, parallelism=2), replicated_job("b"))
+            jobset("chaos", "default", replicated_job("a", replicas=2, parallelism=2), replicated_job("b"))
         )
 
         async def completed() -> dict[str, Any] | None:

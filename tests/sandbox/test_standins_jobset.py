@@ -6,8 +6,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from builders import jobset, replicated_job
 from fakeapi.fixtures import FakeApi
-from sandbox_support import condition_of, kube, node, replicated_job, training_jobset
+from sandbox_support import condition_of, kube, node
 
 from sandbox.standins import COMPLETION_INDEX, EXIT_CODE_ANNOTATION, Standins
 from scheduler.kube import KubeClient
@@ -36,8 +37,9 @@ async def test_a_jobset_runs_to_completion_with_jobsets_names_labels_and_status(
 ) -> None:
     client, standins = cluster
     await client.create(
-        training_jobset(
+        jobset(
             "train",
+            "default",
             replicated_job("launcher"),
             replicated_job("workers", replicas=2, parallelism=2),
             network={"subdomain": "train-svc"},
@@ -95,7 +97,7 @@ async def test_a_failed_pod_under_max_restarts_restarts_the_jobset(cluster: tupl
     client, standins = cluster
     standins.runner.run_seconds = 2.0  # type: ignore[union-attr]  # time to fail a pod by hand
     await client.create(
-        training_jobset("flaky", replicated_job("workers", replicas=2), failurePolicy={"maxRestarts": 2})
+        jobset("flaky", "default", replicated_job("workers", replicas=2), failurePolicy={"maxRestarts": 2})
     )
     running = await eventually(
         lambda: _running_pod(client, "flaky"), timeout=10, what="a running pod of the first attempt"
@@ -137,8 +139,10 @@ async def _running_pod(client: KubeClient, jobset: str) -> dict[str, Any] | None
 async def test_a_failure_past_max_restarts_fails_the_jobset(cluster: tuple[KubeClient, Standins]) -> None:
     client, _ = cluster
     failing = replicated_job("workers", annotations={EXIT_CODE_ANNOTATION: "1"})
-    await client.create(training_jobset("doomed", failing, failurePolicy={"maxRestarts": 1}))
-    await client.create(training_jobset("fragile", replicated_job("workers", annotations={EXIT_CODE_ANNOTATION: "2"})))
+    await client.create(jobset("doomed", "default", failing, failurePolicy={"maxRestarts": 1}))
+    await client.create(
+        jobset("fragile", "default", replicated_job("workers", annotations={EXIT_CODE_ANNOTATION: "2"}))
+    )
 
     async def failed(name: str) -> dict[str, Any] | None:
         jobset = await _jobset(client, name)
@@ -159,8 +163,9 @@ async def test_success_policy_any_completes_on_the_first_target(cluster: tuple[K
     client, _ = cluster
     slow = replicated_job("server", annotations={"trainyard.io/sandbox-run-seconds": "30"})
     await client.create(
-        training_jobset(
+        jobset(
             "any",
+            "default",
             slow,
             replicated_job("driver"),
             successPolicy={"operator": "Any", "targetReplicatedJobs": ["driver"]},
@@ -181,15 +186,15 @@ async def _missing(client: KubeClient, kind: str, name: str) -> bool:
 async def test_suspend_deletes_the_pods_and_resume_recreates_them(cluster: tuple[KubeClient, Standins]) -> None:
     client, standins = cluster
     standins.runner.run_seconds = 30.0  # type: ignore[union-attr]
-    await client.create(training_jobset("paused", replicated_job("workers", replicas=2), suspend=True))
+    await client.create(jobset("paused", "default", replicated_job("workers", replicas=2), suspend=True))
 
     async def suspended() -> dict[str, Any] | None:
-        jobset = await _jobset(client, "paused")
-        found = condition_of(jobset, "Suspended")
-        return jobset if found and found["status"] == "True" else None
+        paused = await _jobset(client, "paused")
+        found = condition_of(paused, "Suspended")
+        return paused if found and found["status"] == "True" else None
 
-    jobset = await eventually(suspended, timeout=10, what="Suspended=True")
-    assert condition_of(jobset, "Suspended")["reason"] == "SuspendedJobs"  # type: ignore[index]
+    paused = await eventually(suspended, timeout=10, what="Suspended=True")
+    assert condition_of(paused, "Suspended")["reason"] == "SuspendedJobs"  # type: ignore[index]
     jobs = (await client.list("Job", "default")).items
     assert len(jobs) == 2
     assert all(j["spec"]["suspend"] for j in jobs)
