@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from builders import ClusterQueueBuilder, LocalQueueBuilder
+from builders import ClusterQueueBuilder, LocalQueueBuilder, cluster_training_runtime, trainjob
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webhook_support import OBJECTS, review
@@ -30,20 +30,10 @@ EXAMPLES = 2600  # x 4 requests: more than 10,000 reviews
 MAX_BODY = 16 * 1024
 
 SEEDS: list[dict[str, Any]] = [
-    {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "fuzz", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "default"}},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}, "suspend": True},
-    },
+    trainjob("fuzz", "team-a", nodes=2, queue="default", suspend=True),
     ClusterQueueBuilder("fuzz").namespace_selector(None).quota("cpu", "cpu", 4).doc(),
     LocalQueueBuilder("fuzz", "team-a").cluster_queue("team-a-cq").doc(),
-    {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "fuzz"},
-        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": []}}},
-    },
+    cluster_training_runtime("fuzz"),
 ]
 
 json_values = st.recursive(
