@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders import node
 from fakeapi.fixtures import FakeApi
 from queue_support import NS, Reader, condition, controller, eventually, is_admitted, kube, seed_queues, trainjob
 
@@ -25,15 +26,6 @@ def pod(name: str, workload: str, *, ready: bool, node: str = "n1") -> dict[str,
         },
         "spec": {"nodeName": node, "containers": [{"name": "node", "image": "trainer:1"}]},
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-    }
-
-
-def node(name: str, *, ready: bool) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
 
 
