@@ -31,7 +31,7 @@ from sandbox.scenario_objects import scenario_objects
 from sandbox.service_webhook import WEBHOOK_SERVICE, SandboxWebhook, webhook_configurations
 from sandbox.standins import Standins
 from sandbox.standins.kwok_stages import KwokStages
-from scheduler.controllers.launcher import LauncherMode
+from scheduler.controllers.launcher.reconciler import LauncherMode
 from scheduler.controllers.service import ControllerService, build_controller_service
 from scheduler.engine import EngineConfig, WaitForPodsReady
 from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, close_api_client, load_api_client

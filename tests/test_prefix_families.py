@@ -16,9 +16,7 @@ LIMIT = 5
 
 # Families that their owners are turning into subpackages (issue 35); a debt list that may only
 # shrink: remove an entry once its family is a subpackage. Each entry is "folder/prefix*".
-KNOWN: set[str] = {
-    "scheduler/controllers/launcher*",  # controllers/launcher/ (the controllers' engineer)
-}
+KNOWN: set[str] = set()
 
 
 def prefix_of(stem: str) -> str:

@@ -21,6 +21,7 @@ import asyncio
 import heapq
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from sandbox.apiserver import FakeApiServer
 from sandbox.apiserver.records import StoredEvent
@@ -55,7 +56,7 @@ class LockstepRun:
         built: BuiltScenario,
         client: KubeClient,
         server: FakeApiServer,
-        queues: Callable[[], Iterable[WorkQueue]],
+        queues: Callable[[], Iterable[WorkQueue[Any]]],
         seed: int = 1,
         *,
         runtime_name: str = "torch-distributed",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from sandbox.apiserver import FakeApiServer
 from scheduler.controllers.workqueue import WorkQueue
@@ -34,7 +35,7 @@ class Quiescence:
     """
 
     def __init__(
-        self, server: FakeApiServer, queues: Callable[[], Iterable[WorkQueue]], settle_timeout: float = 60.0
+        self, server: FakeApiServer, queues: Callable[[], Iterable[WorkQueue[Any]]], settle_timeout: float = 60.0
     ) -> None:
         self.server = server
         self.queues = queues

@@ -26,8 +26,8 @@ from typing import Any
 
 from kubernetes_asyncio import client as k8s_client
 
-from scheduler.controllers.admission_check_service import build_beside_kueue_service
-from scheduler.controllers.launcher import LauncherMode
+from scheduler.controllers.admission_check.beside_kueue import build_beside_kueue_service
+from scheduler.controllers.launcher.reconciler import LauncherMode
 from scheduler.controllers.service import build_controller_service
 from scheduler.engine import EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, close_api_client, load_api_client

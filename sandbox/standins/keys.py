@@ -58,7 +58,7 @@ class BatchingStandin(Standin):
         self.batch_seconds = batch_seconds
 
 
-def standin_queue(name: str) -> WorkQueue:
+def standin_queue(name: str) -> WorkQueue[str]:
     return WorkQueue(base_delay=0.05, max_delay=2.0, name=name)
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.runtime import Controller, KnowsSettledKeys
@@ -21,7 +21,10 @@ from scheduler.kube import Informer, InformerSettings, KubeClient, LeaderElector
 
 log = logging.getLogger(__name__)
 
-KeyMapper = Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[str]]
+K = TypeVar("K", bound=Hashable)
+
+# (old, new) of a watched object → the keys (or typed requests) its change queues
+KeyMapper = Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[K]]
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,8 @@ class _SyncCountingSink:
 
 @dataclass
 class _Registration:
-    controller: Controller
-    enqueue: dict[str, KeyMapper]
+    controller: Controller[Any]
+    enqueue: dict[str, KeyMapper[Any]]
 
 
 def object_key(document: dict[str, Any]) -> str:
@@ -60,7 +63,7 @@ def object_key(document: dict[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _settled_check(controller: Controller) -> Callable[[str], bool] | None:
+def _settled_check(controller: Controller[K]) -> Callable[[K], bool] | None:
     """The reconciler's ``settled`` when it has one (``KnowsSettledKeys``)."""
     reconciler = controller.reconciler
     return reconciler.settled if isinstance(reconciler, KnowsSettledKeys) else None
@@ -98,10 +101,10 @@ class ControllerManager:
         self.terms = 0  # how many times the controllers were started (leadership terms)
 
     @property
-    def controllers(self) -> list[Controller]:
+    def controllers(self) -> list[Controller[Any]]:
         return [r.controller for r in self._registrations]
 
-    def add(self, controller: Controller, *, enqueue: dict[str, KeyMapper]) -> None:
+    def add(self, controller: Controller[K], *, enqueue: Mapping[str, KeyMapper[K]]) -> None:
         """Run ``controller`` while leading; each change of a watched kind in ``enqueue`` queues the mapper's keys."""
         watched = {w.kind for w in self.watches}
         unwatched = sorted(set(enqueue) - watched)
@@ -116,7 +119,7 @@ class ControllerManager:
             self.cache.on_change(kind, self._enqueuer(controller, mapper))
 
     def _enqueuer(
-        self, controller: Controller, mapper: KeyMapper
+        self, controller: Controller[K], mapper: KeyMapper[K]
     ) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], None]:
         settled = _settled_check(controller)
 
@@ -192,7 +195,7 @@ class ControllerManager:
         Keys a reconciler calls settled (a finished job whose end is recorded) are left out.
         """
         for registration in self._registrations:
-            keys: dict[str, None] = {}  # insertion-ordered: the cache's order, each key once
+            keys: dict[Hashable, None] = {}  # insertion-ordered: the cache's order, each key once
             for kind, mapper in registration.enqueue.items():
                 for document in self.cache.list(kind):
                     try:

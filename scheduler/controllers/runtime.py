@@ -1,7 +1,8 @@
 """Reconcilers and the controller that runs them, shaped like controller-runtime's.
 
-A ``Reconciler`` converges one key ("namespace/name", or "name" for cluster-scoped objects) to
-its desired state: it reads the cache, computes what should be, and writes only the difference.
+A ``Reconciler`` converges one key ("namespace/name", or "name" for cluster-scoped objects; or a
+typed request from ``scheduler.controllers.requests`` where one reconciler answers for several
+kinds of thing) to its desired state: it reads the cache, computes what should be, and writes only the difference.
 It is level-triggered: it never sees the event that queued the key, so reconciling a key twice,
 or after a restart, gives the same result.
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 
@@ -23,6 +25,9 @@ from scheduler.controllers.workqueue import WorkQueue
 from scheduler.kube.errors import KubeApiError
 
 log = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=Hashable)
+K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 
 
 @dataclass
@@ -35,10 +40,10 @@ class ReconcileResult:
     requeue: bool = False
 
 
-class Reconciler(Protocol):
+class Reconciler(Protocol[K_contra]):
     name: str
 
-    async def reconcile(self, key: str) -> ReconcileResult: ...
+    async def reconcile(self, key: K_contra) -> ReconcileResult: ...
 
 
 @runtime_checkable
@@ -49,7 +54,7 @@ class PreparesOnStart(Protocol):
 
 
 @runtime_checkable
-class KnowsSettledKeys(Protocol):
+class KnowsSettledKeys(Protocol[K_contra]):
     """A reconciler that can tell, from the cache alone and cheaply, that a key needs nothing.
 
     A new leadership term enqueues every cached object once (what changed while standing by is
@@ -59,16 +64,16 @@ class KnowsSettledKeys(Protocol):
     whose reconcile would write nothing (a change later still enqueues it through its watch).
     """
 
-    def settled(self, key: str) -> bool: ...
+    def settled(self, key: K_contra) -> bool: ...
 
 
-class Controller:
-    def __init__(self, reconciler: Reconciler, *, workers: int = 4, queue: WorkQueue | None = None) -> None:
+class Controller(Generic[K]):
+    def __init__(self, reconciler: Reconciler[K], *, workers: int = 4, queue: WorkQueue[K] | None = None) -> None:
         if workers < 1:
             raise ValueError(f"controller {reconciler.name!r} needs at least one worker (got {workers})")
         self.reconciler = reconciler
         self.workers = workers
-        self.queue = queue if queue is not None else WorkQueue(name=reconciler.name)
+        self.queue: WorkQueue[K] = queue if queue is not None else WorkQueue(name=reconciler.name)
         self.reconciles = 0
         self.errors = 0
 
@@ -98,7 +103,7 @@ class Controller:
             finally:
                 self.queue.done(key)
 
-    async def _reconcile(self, key: str) -> None:
+    async def _reconcile(self, key: K) -> None:
         self.reconciles += 1
         try:
             result = await self.reconciler.reconcile(key)

@@ -3,7 +3,7 @@
 ``build_controller_service`` wires the queue controller (TrainJob → Workload, admission), the
 launcher of the chosen mode and the pod ungater on one cache, one set of informers and one
 leader election, as ``trainyard serve`` runs them. Beside Kueue (``--mode admission-check``)
-``admission_check_service`` wires the topology check in the queue controller's place, on the
+``admission_check.beside_kueue`` wires the topology check in the queue controller's place, on the
 same ``leader_elector``.
 """
 
@@ -17,14 +17,19 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from scheduler.controllers.constants import LEADER_LEASE_NAME
-from scheduler.controllers.launcher import LauncherMode
-from scheduler.controllers.launcher_controllers import (
+from scheduler.controllers.launcher.reconciler import LauncherMode
+from scheduler.controllers.launcher.wiring import (
     LauncherControllers,
     build_launcher_controllers,
     launcher_watches,
 )
 from scheduler.controllers.manager import ControllerManager
-from scheduler.controllers.queueing import QUEUE_WATCHES, QueueControllers, build_queue_controllers, merge_watches
+from scheduler.controllers.queueing.wiring import (
+    QUEUE_WATCHES,
+    QueueControllers,
+    build_queue_controllers,
+    merge_watches,
+)
 from scheduler.engine import EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
 

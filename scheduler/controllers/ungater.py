@@ -5,7 +5,7 @@ topology-placed pod set start with the ``kueue.x-k8s.io/topology`` scheduling ga
 reconciler, keyed by Pod "namespace/name", finds the pod's Workload (annotation
 ``kueue.x-k8s.io/workload``) and pod set (label ``kueue.x-k8s.io/podset``), decodes that pod
 set's ``topologyAssignment`` (beside Kueue: the placement trainyard's topology check answered
-with, ``admission_check_status``), computes the pod's rank
+with, ``admission_check.check_state``), computes the pod's rank
 
     rank = job index (label ``jobset.sigs.k8s.io/job-index``) × pods per Job
            + completion index (``batch.kubernetes.io/job-completion-index``)
@@ -33,7 +33,7 @@ from typing import Any
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
 from runtimes.k8s.core import Node
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
-from scheduler.controllers.admission_check_status import checked_topology_assignments
+from scheduler.controllers.admission_check.check_state import checked_topology_assignments
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
@@ -43,8 +43,8 @@ from scheduler.controllers.constants import (
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
-from scheduler.controllers.launcher_podsets import admission_committed
-from scheduler.controllers.launcher_writes import LauncherWrites
+from scheduler.controllers.launcher.pod_sets import admission_committed
+from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import WatchSpec, object_key
 from scheduler.controllers.runtime import ReconcileResult
 

@@ -14,8 +14,8 @@ from fakeapi.fixtures import FakeApi
 
 from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, encode_topology_assignment
-from scheduler.controllers.launcher import LauncherMode
-from scheduler.controllers.launcher_controllers import build_launcher_controllers, launcher_watches
+from scheduler.controllers.launcher.reconciler import LauncherMode
+from scheduler.controllers.launcher.wiring import build_launcher_controllers, launcher_watches
 from scheduler.controllers.manager import ControllerManager
 from scheduler.kube import InformerSettings, KubeClient
 from scheduler.kube.backoff import Backoff

@@ -17,7 +17,7 @@ from fakeapi.fixtures import FakeApi
 
 from sandbox.apiserver.records import StoredEvent
 from scheduler.controllers.manager import ControllerManager
-from scheduler.controllers.queueing import QUEUE_WATCHES, QueueControllers, build_queue_controllers
+from scheduler.controllers.queueing.wiring import QUEUE_WATCHES, QueueControllers, build_queue_controllers
 from scheduler.engine import EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
 from scheduler.kube.backoff import Backoff

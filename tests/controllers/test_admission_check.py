@@ -17,12 +17,12 @@ from fakeapi.fixtures import FakeApi
 from launcher_support import FAST_INFORMERS, eventually
 
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, decode_topology_assignment
-from scheduler.controllers.admission_check_service import (
+from scheduler.controllers.admission_check.beside_kueue import (
     BesideKueueService,
     CheckSettings,
     build_beside_kueue_service,
 )
-from scheduler.controllers.admission_check_status import (
+from scheduler.controllers.admission_check.check_state import (
     PLACEMENT_ANNOTATION,
     REPLACED_PLACEMENT_ANNOTATION,
     checked_topology_assignments,

@@ -14,7 +14,7 @@ from typing import Any
 from queue_support import KUEUE, NS
 
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.engine_mirror import EngineMirror
+from scheduler.controllers.queueing.engine_mirror import EngineMirror
 from scheduler.engine.workloads import WorkloadState
 
 KEY = f"{NS}/job"

@@ -16,8 +16,8 @@ from test_launcher_trainer import trainer_renders
 
 from sandbox.standins import Standins
 from scheduler.api.topology_assignment import HOSTNAME_LABEL
-from scheduler.controllers.launcher import LauncherMode
-from scheduler.controllers.trainjob_status import status_differs, trainjob_status
+from scheduler.controllers.launcher.reconciler import LauncherMode
+from scheduler.controllers.launcher.trainjob_status import status_differs, trainjob_status
 from scheduler.kube import KubeApiError, KubeClient
 
 

@@ -6,13 +6,14 @@ from typing import Any
 
 import pytest
 
-from scheduler.controllers.trainjob_status import (
+from scheduler.controllers.launcher.trainjob_status import (
     is_finished,
     jobs_status,
     set_condition,
     status_differs,
     trainjob_status,
 )
+from scheduler.controllers.views import JobSetStatusView
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z"
 
@@ -134,6 +135,6 @@ def test_set_condition_keeps_the_transition_time_unless_the_status_changes() -> 
 
 
 def test_jobs_status_fills_every_count() -> None:
-    assert jobs_status({"replicatedJobsStatus": [{"name": "launcher"}]}) == [
+    assert jobs_status(JobSetStatusView({"status": {"replicatedJobsStatus": [{"name": "launcher"}]}})) == [
         {"name": "launcher", "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
     ]

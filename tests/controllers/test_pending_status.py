@@ -6,7 +6,7 @@ from typing import Any
 
 from builders import ClusterQueueBuilder, WorkloadBuilder, flavor, local_queue
 
-from scheduler.controllers.pending_status import PendingStatus, quota_reserved_message, reason_skeleton
+from scheduler.controllers.queueing.pending_status import PendingStatus, quota_reserved_message, reason_skeleton
 from scheduler.controllers.workload_status import pending_patch
 from scheduler.engine import AdmissionEngine
 

@@ -12,7 +12,7 @@ from rbac_support import JOBSET_COMPLETED, allowed, granted_rules, served_reques
 
 from sandbox.embedded import LocalCluster
 from scheduler.controllers.constants import RUNTIME_PATCH_MANAGER
-from scheduler.controllers.launcher import LauncherMode
+from scheduler.controllers.launcher.reconciler import LauncherMode
 from trainyard.benchmarks.controller import queue_objects, trainjob
 
 

@@ -119,13 +119,13 @@ async def test_kubectl_works_on_the_sandbox_as_on_a_cluster(tmp_path: Path) -> N
 # The ClusterQueue status writer is another part of issue 32 ("Queue status as Kueue writes it");
 # until its module is in the tree this test is expected to fail, strictly: it runs as a plain test
 # as soon as the writer lands.
-STATUS_WRITER = importlib.util.find_spec("scheduler.controllers.queue_status") is not None
+STATUS_WRITER = importlib.util.find_spec("scheduler.controllers.queueing.queue_status") is not None
 
 
 @pytest.mark.xfail(
     not STATUS_WRITER,
     strict=True,
-    reason="waits for the ClusterQueue status writer (scheduler/controllers/queue_status.py, issue 32)",
+    reason="waits for the ClusterQueue status writer (scheduler/controllers/queueing/queue_status.py, issue 32)",
 )
 async def test_kubectl_get_clusterqueues_fills_pending_and_admitted(tmp_path: Path) -> None:
     async with Sandbox(speedup=20.0, kubeconfig_out=tmp_path / "kubeconfig") as sb:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
     from prometheus_client import CollectorRegistry
 
-    from scheduler.controllers.admission_check_service import BesideKueueService
+    from scheduler.controllers.admission_check.beside_kueue import BesideKueueService
     from scheduler.controllers.service import ControllerService
     from scheduler.kube import InformerGroup, KubeClient
     from webhooks.objects import ObjectCache
@@ -149,7 +149,7 @@ def _build_service(
     from scheduler.engine import EngineConfig, WaitForPodsReady
 
     if args.mode == "admission-check":
-        from scheduler.controllers.admission_check_service import CheckSettings, build_beside_kueue_service
+        from scheduler.controllers.admission_check.beside_kueue import CheckSettings, build_beside_kueue_service
 
         return build_beside_kueue_service(
             client,

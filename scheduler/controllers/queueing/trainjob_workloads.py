@@ -34,9 +34,9 @@ from scheduler.api.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, Workload
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import condition_true, conditions_of, find_condition, set_condition
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
+from scheduler.controllers.launcher.trainjob_status import is_finished
 from scheduler.controllers.manager import object_key
 from scheduler.controllers.runtime import ReconcileResult
-from scheduler.controllers.trainjob_status import is_finished
 from scheduler.controllers.workload_status import finished_patch
 from scheduler.kube import KubeClient, create_unless_exists, patch_status
 from scheduler.trainjob import TRAINJOB_KIND, workload_for_trainjob, workload_name_for_owner

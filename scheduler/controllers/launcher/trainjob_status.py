@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.controllers.conditions import find_condition
+from scheduler.controllers.views import JobSetStatusView
 
 SUSPENDED = "Suspended"
 CREATED = "Created"
@@ -94,21 +95,21 @@ def suspended_condition(suspend: bool, conditions: Sequence[Mapping[str, Any]] |
     return None
 
 
-def terminal_conditions(jobset_status: Mapping[str, Any] | None) -> list[tuple[str, str, str, str]]:
+def terminal_conditions(jobset: JobSetStatusView) -> list[tuple[str, str, str, str]]:
     """(TrainJob type, status, reason, message) for each terminal JobSet condition that is True."""
     found: list[tuple[str, str, str, str]] = []
-    for condition in (jobset_status or {}).get("conditions") or ():
+    for condition in jobset.true_conditions():
         target = JOBSET_TERMINAL_CONDITIONS.get(str(condition.get("type")))
-        if target is None or condition.get("status") != "True":
+        if target is None:
             continue
         found.append((target, "True", str(condition.get("reason") or ""), str(condition.get("message") or "")))
     return found
 
 
-def jobs_status(jobset_status: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def jobs_status(jobset: JobSetStatusView) -> list[dict[str, Any]]:
     """Trainer's ``jobsStatus``: one entry per replicated job, every count present (they are required)."""
     entries: list[dict[str, Any]] = []
-    for job in (jobset_status or {}).get("replicatedJobsStatus") or ():
+    for job in jobset.replicated_jobs:
         entry: dict[str, Any] = {"name": str(job.get("name", ""))}
         for count in JOB_STATUS_COUNTS:
             entry[count] = int(job.get(count) or 0)
@@ -139,9 +140,10 @@ def trainjob_status(
         conditions = set_condition(conditions, SUSPENDED, *suspended, stamp)
     if jobset is not None:
         conditions = set_condition(conditions, CREATED, "True", CREATED_REASON, CREATED_MESSAGE, stamp)
-        for kind, state, reason, message in terminal_conditions(jobset.get("status")):
+        jobset_status = JobSetStatusView(jobset)
+        for kind, state, reason, message in terminal_conditions(jobset_status):
             conditions = set_condition(conditions, kind, state, reason, message, stamp)
-        status["jobsStatus"] = jobs_status(jobset.get("status"))
+        status["jobsStatus"] = jobs_status(jobset_status)
     elif not is_finished(status):
         status["jobsStatus"] = []
     if conditions:

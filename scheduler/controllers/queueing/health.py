@@ -20,25 +20,24 @@ from typing import Any, Protocol
 from runtimes.k8s.core import Node
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.conditions import condition_true
 from scheduler.controllers.constants import WORKLOAD_ANNOTATION
+from scheduler.controllers.requests import NodeRequest, WorkloadPodsRequest, WorkloadRequest
 from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.views import WorkloadView
 from scheduler.controllers.workload_status import pods_ready_patch
-from scheduler.engine import EvictedWorkload, ReplacedPlacement
+from scheduler.engine import AdmissionEngine, EvictedWorkload, ReplacedPlacement
 
 log = logging.getLogger(__name__)
 
-PODS_PREFIX = "pods:"
-NODE_PREFIX = "node:"
 
-
-def pods_key_for_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+def pods_request_for_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[WorkloadPodsRequest]:
+    """A pod of a Workload's gang (its ``kueue.x-k8s.io/workload`` annotation) changed."""
     document = new if new is not None else old
     if document is None:
         return []
     metadata = document.get("metadata") or {}
     workload = (metadata.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
-    return [f"{PODS_PREFIX}{metadata.get('namespace')}/{workload}"] if workload else []
+    return [WorkloadPodsRequest(WorkloadRequest(str(metadata.get("namespace")), str(workload)))] if workload else []
 
 
 def _node_ready(document: dict[str, Any]) -> bool:
@@ -48,13 +47,13 @@ def _node_ready(document: dict[str, Any]) -> bool:
         return True
 
 
-def node_key_for_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+def node_request_for_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[NodeRequest]:
     """A Node that went away, or went from Ready to NotReady."""
     if old is None:
         return []
     name = str((old.get("metadata") or {}).get("name"))
     if new is None or (_node_ready(old) and not _node_ready(new)):
-        return [f"{NODE_PREFIX}{name}"]
+        return [NodeRequest(name)]
     return []
 
 
@@ -65,11 +64,10 @@ def _pod_ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
 
 
-def placed_nodes(workload: dict[str, Any]) -> set[str]:
+def placed_nodes(workload: WorkloadView) -> set[str]:
     """The nodes an admitted Workload's topologyAssignments name (hostname-level placements)."""
     nodes: set[str] = set()
-    admission = (workload.get("status") or {}).get("admission") or {}
-    for assignment in admission.get("podSetAssignments") or ():
+    for assignment in workload.pod_set_assignments:
         raw = assignment.get("topologyAssignment")
         if not raw:
             continue
@@ -89,7 +87,7 @@ class HealthWriter(Protocol):
     clock: Callable[[], float]
 
     @property
-    def engine(self) -> Any: ...
+    def engine(self) -> AdmissionEngine: ...
 
     async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool: ...
 
@@ -102,38 +100,35 @@ class HealthChecks:
     def __init__(self, controller: HealthWriter) -> None:
         self.controller = controller
 
-    async def reconcile(self, key: str) -> ReconcileResult:
-        """False from a check means a write did not land: the key comes back with its backoff."""
-        done = True
-        if key.startswith(PODS_PREFIX):
-            namespace, _, name = key[len(PODS_PREFIX) :].partition("/")
-            done = await self._pods_ready(namespace, name)
-        elif key.startswith(NODE_PREFIX):
-            done = await self._node_failed(key[len(NODE_PREFIX) :])
+    async def reconcile(self, request: NodeRequest | WorkloadPodsRequest) -> ReconcileResult:
+        """False from a check means a write did not land: the request comes back with its backoff."""
+        if isinstance(request, WorkloadPodsRequest):
+            done = await self._pods_ready(request.workload)
+        else:
+            done = await self._node_failed(request.name)
         return ReconcileResult(requeue=not done)
 
-    async def _pods_ready(self, namespace: str, name: str) -> bool:
+    async def _pods_ready(self, request: WorkloadRequest) -> bool:
         controller = self.controller
-        workload = controller.cache.get("Workload", name, namespace)
-        if workload is None or condition_true(workload, "Finished"):
+        document = controller.cache.get("Workload", request.name, request.namespace)
+        if document is None:
             return True
-        admission = (workload.get("status") or {}).get("admission") or {}
-        expected = sum(int(a.get("count") or 0) for a in admission.get("podSetAssignments") or ())
-        if not expected:
+        workload = WorkloadView(document)
+        expected = workload.admitted_pods
+        if workload.finished or not expected:
             return True
         pods = [
             pod
-            for pod in controller.cache.list("Pod", namespace)
-            if ((pod.get("metadata") or {}).get("annotations") or {}).get(WORKLOAD_ANNOTATION) == name
+            for pod in controller.cache.list("Pod", request.namespace)
+            if ((pod.get("metadata") or {}).get("annotations") or {}).get(WORKLOAD_ANNOTATION) == request.name
         ]
         ready = sum(1 for pod in pods if _pod_ready(pod)) >= expected
         now = controller.clock()
-        key = f"{namespace}/{name}"
         if ready:
-            controller.engine.pods_ready(key, now)
-        patch = pods_ready_patch(workload, ready, now)
+            controller.engine.pods_ready(request.key, now)
+        patch = pods_ready_patch(document, ready, now)
         # a refused write (a 409 from a stale cache, a busy server) is retried from the next cache read
-        return patch is None or await controller.write_status(key, workload, patch)
+        return patch is None or await controller.write_status(request.key, document, patch)
 
     async def _node_failed(self, node_name: str) -> bool:
         controller = self.controller
@@ -148,10 +143,10 @@ class HealthChecks:
             if not await controller.write_node_failure_outcome(outcome):
                 failed.append(outcome.key)
         affected: set[str] = set()
-        for workload in controller.cache.list("Workload"):
-            if (workload.get("status") or {}).get("admission") and node_name in placed_nodes(workload):
-                metadata = workload["metadata"]
-                affected.add(f"{metadata.get('namespace')}/{metadata.get('name')}")
+        for document in controller.cache.list("Workload"):
+            workload = WorkloadView(document)
+            if workload.admission is not None and node_name in placed_nodes(workload):
+                affected.add(workload.key)
         for pod in controller.cache.list("Pod"):
             if (pod.get("spec") or {}).get("nodeName") == node_name:
                 metadata = pod.get("metadata") or {}

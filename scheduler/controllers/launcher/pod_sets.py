@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.controllers.admission_check_status import PLACEMENT_ANNOTATION
+from scheduler.controllers.admission_check.check_state import PLACEMENT_ANNOTATION
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
@@ -32,6 +32,7 @@ from scheduler.controllers.constants import (
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
+from scheduler.controllers.views import WorkloadView
 
 
 class PodSetInfoError(Exception):
@@ -48,24 +49,9 @@ class PodSetInfo:
     scheduling_gates: list[str] = field(default_factory=list)
 
 
-def condition_true(document: Mapping[str, Any] | None, kind: str) -> bool:
-    for condition in ((document or {}).get("status") or {}).get("conditions") or ():
-        if condition.get("type") == kind:
-            return bool(condition.get("status") == "True")
-    return False
-
-
-def admission_committed(workload: Mapping[str, Any] | None) -> bool:
-    """Admitted as the queue controller commits it: ``status.admission`` and ``Admitted=True``,
-    and not being evicted (an eviction clears both, but never trust half of it)."""
-    if workload is None:
-        return False
-    status = workload.get("status") or {}
-    return (
-        bool(status.get("admission"))
-        and condition_true(workload, "Admitted")
-        and not condition_true(workload, "Evicted")
-    )
+def admission_committed(workload: dict[str, Any] | None) -> bool:
+    """The Workload's admission is committed (``WorkloadView.admission_committed``)."""
+    return workload is not None and WorkloadView(workload).admission_committed
 
 
 def workload_owned_by(workload: Mapping[str, Any], owner_uid: str | None) -> bool:
@@ -77,13 +63,11 @@ def workload_owned_by(workload: Mapping[str, Any], owner_uid: str | None) -> boo
     return any(ref.get("uid") == owner_uid for ref in controllers)
 
 
-def pod_set_infos(workload: Mapping[str, Any], cache: ClusterCache) -> dict[str, PodSetInfo]:
+def pod_set_infos(workload: WorkloadView, cache: ClusterCache) -> dict[str, PodSetInfo]:
     """Pod-set name -> what its pods carry, from the Workload's admission and the ResourceFlavors."""
-    metadata = workload.get("metadata") or {}
-    workload_name = str(metadata.get("name", ""))
-    admission = (workload.get("status") or {}).get("admission") or {}
+    workload_name = workload.name
     infos: dict[str, PodSetInfo] = {}
-    for assignment in admission.get("podSetAssignments") or ():
+    for assignment in workload.pod_set_assignments:
         name = str(assignment.get("name") or "main")
         info = PodSetInfo(
             name=name,
@@ -110,9 +94,9 @@ def pod_set_infos(workload: Mapping[str, Any], cache: ClusterCache) -> dict[str,
     return infos
 
 
-def _merge_check_updates(info: PodSetInfo, workload: Mapping[str, Any]) -> None:
+def _merge_check_updates(info: PodSetInfo, workload: WorkloadView) -> None:
     """Kueue's ``getPodSetsInfoFromStatus``: each admission check's ``podSetUpdates`` for the pod set."""
-    for state in (workload.get("status") or {}).get("admissionChecks") or ():
+    for state in workload.admission_checks:
         for update in state.get("podSetUpdates") or ():
             if update.get("name") != info.name:
                 continue

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.controllers.conditions import find_condition
-from scheduler.controllers.engine_mirror import workload_key
+from scheduler.controllers.queueing.engine_mirror import workload_key
 from scheduler.controllers.workload_status import pending_patch
 from scheduler.engine import AdmissionEngine, WorkloadState, waiting_reason
 from scheduler.queues import place_for_people

@@ -32,11 +32,11 @@ from runtimes.api.trainer import (
 )
 from runtimes.render import render_trainjob
 from scheduler.controllers.constants import MANAGED_LABEL, MANAGED_SELECTOR, MANAGED_VALUE, WORKLOAD_ANNOTATION
-from scheduler.controllers.launcher import LaunchContext, LauncherMode
-from scheduler.controllers.launcher_podsets import merge_into_pod_template, pod_set_infos
-from scheduler.controllers.launcher_writes import resource_version
+from scheduler.controllers.launcher.pod_sets import merge_into_pod_template, pod_set_infos
+from scheduler.controllers.launcher.reconciler import LaunchContext, LauncherMode
+from scheduler.controllers.launcher.trainjob_status import status_differs, trainjob_status
+from scheduler.controllers.launcher.writes import resource_version
 from scheduler.controllers.manager import WatchSpec
-from scheduler.controllers.trainjob_status import status_differs, trainjob_status
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def launch_objects(ctx: LaunchContext) -> list[dict[str, Any]]:
     metadata = jobset.setdefault("metadata", {})
     metadata["namespace"] = ctx.namespace
     metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_LABEL: MANAGED_VALUE}
-    workload_name = str(ctx.workload["metadata"]["name"])
+    workload_name = ctx.workload.name
     metadata["annotations"] = {**(metadata.get("annotations") or {}), WORKLOAD_ANNOTATION: workload_name}
     spec = jobset.setdefault("spec", {})
     spec["suspend"] = False
@@ -138,7 +138,7 @@ class JobSetLauncher:
 
     async def sync(self, ctx: LaunchContext) -> float | None:
         jobset = owned_jobset(ctx)
-        finished = "Complete" in _true_conditions(ctx.trainjob) or "Failed" in _true_conditions(ctx.trainjob)
+        finished = ctx.trainjob.finished
         if not finished and ctx.suspended and jobset is not None and not ctx.admitted:
             # A stop that suspended the TrainJob but did not get to the JobSet.
             await self._delete_jobset(ctx)
@@ -147,9 +147,9 @@ class JobSetLauncher:
             # Running and admitted, but the JobSet is gone (deleted by hand, or the old one just left).
             await self._create(ctx)
             return None
-        desired = trainjob_status(ctx.trainjob, jobset, now=ctx.now)
-        if status_differs(ctx.trainjob.get("status"), desired):
-            await ctx.writes.patch_status("TrainJob", ctx.trainjob, desired)
+        desired = trainjob_status(ctx.trainjob.document, jobset, now=ctx.now)
+        if status_differs(ctx.trainjob.status, desired):
+            await ctx.writes.patch_status("TrainJob", ctx.trainjob.document, desired)
         return None
 
     @staticmethod
@@ -166,8 +166,3 @@ class JobSetLauncher:
             return
         log.info("launcher: deleting JobSet %s (resourceVersion %s)", ctx.key, resource_version(jobset))
         await ctx.writes.delete("JobSet", ctx.name, ctx.namespace)
-
-
-def _true_conditions(document: dict[str, Any]) -> set[str]:
-    conditions = (document.get("status") or {}).get("conditions") or ()
-    return {str(c.get("type")) for c in conditions if c.get("status") == "True"}

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from scheduler.controllers.engine_mirror import EngineMirror
+from scheduler.controllers.queueing.engine_mirror import EngineMirror
 from scheduler.kube import KubeApiError, KubeClient, patch_status, with_retries
 
 log = logging.getLogger(__name__)

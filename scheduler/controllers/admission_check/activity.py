@@ -17,7 +17,7 @@ from typing import Any
 from scheduler.api.kueue import AdmissionCheck
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import conditions_of, set_condition
-from scheduler.controllers.launcher_writes import LauncherWrites
+from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import KeyMapper, own_key
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.engine import TOPOLOGY_CHECK_CONTROLLER, check_inactive_reason
@@ -43,7 +43,7 @@ class CheckActivityController:
         self.clock = clock
         self.writes = LauncherWrites(client)
 
-    def enqueue_map(self) -> dict[str, KeyMapper]:
+    def enqueue_map(self) -> dict[str, KeyMapper[str]]:
         return {"AdmissionCheck": own_key, "Topology": self._checks_of_topology}
 
     def _ours(self, document: dict[str, Any]) -> bool:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.launcher import (
+from scheduler.controllers.launcher.jobset import JobSetLauncher
+from scheduler.controllers.launcher.reconciler import (
     LAUNCHER_MODES,
     JobLauncher,
     LauncherMode,
@@ -22,9 +23,8 @@ from scheduler.controllers.launcher import (
     owner_trainjob_keys,
     trainjob_key,
 )
-from scheduler.controllers.launcher_jobset import JobSetLauncher
-from scheduler.controllers.launcher_trainer import TrainerPatchLauncher
-from scheduler.controllers.launcher_writes import LauncherWrites
+from scheduler.controllers.launcher.trainer import TrainerPatchLauncher
+from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import KeyMapper, WatchSpec
 from scheduler.controllers.runtime import Controller
 from scheduler.controllers.ungater import UNGATER_WATCHES, PodUngater, gated_pod_key, gated_pod_keys_of_workload
@@ -51,10 +51,10 @@ class LauncherControllers:
 
     mode: LauncherMode
     writes: LauncherWrites
-    registrations: list[tuple[Controller, dict[str, KeyMapper]]]
+    registrations: list[tuple[Controller[str], dict[str, KeyMapper[str]]]]
 
     @property
-    def controllers(self) -> list[Controller]:
+    def controllers(self) -> list[Controller[Any]]:
         return [controller for controller, _ in self.registrations]
 
 
@@ -78,7 +78,7 @@ def build_launcher_controllers(
     launcher = launcher if launcher is not None else _make_launcher(mode)
     writes = LauncherWrites(client)
     launch = Controller(LauncherReconciler(launcher, cache, writes), workers=workers)
-    enqueue: dict[str, KeyMapper] = {"TrainJob": trainjob_key, "Workload": owner_trainjob_keys}
+    enqueue: dict[str, KeyMapper[str]] = {"TrainJob": trainjob_key, "Workload": owner_trainjob_keys}
     if any(spec.kind == "JobSet" for spec in launcher.watches()):
         enqueue["JobSet"] = owner_trainjob_keys
     ungate = Controller(PodUngater(cache, writes), workers=workers)

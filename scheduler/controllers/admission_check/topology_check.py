@@ -4,7 +4,7 @@ Kueue reserves quota and owns the Workload; for each Workload with ``QuotaReserv
 ``status.admissionChecks`` name a check of ``controllerName: trainyard.io/topology``, this
 reconciler (keyed by Workload "namespace/name") asks the engine's gang placer for a placement on
 the check's Topology within the flavors Kueue assigned (``scheduler.engine.TopologyCheck``) and
-answers as admission-check controllers do (``admission_check_status``): ``Ready`` with
+answers as admission-check controllers do (``admission_check.check_state``): ``Ready`` with
 ``podSetUpdates`` carrying the placement, ``Retry`` with the reason and a requeue delay, or
 ``Rejected``. Level-triggered: every reconcile reads the Workload from the cache and converges —
 
@@ -13,7 +13,7 @@ answers as admission-check controllers do (``admission_check_status``): ``Ready`
 - our check Pending: place now, write the answer at the resourceVersion read; a write that fails
   is tried again with the same placement (the engine keeps it, never a second reservation);
 - our check Ready: the engine holds its nodes (restored from the podSetUpdates after a restart);
-  if a node under it failed (key ``node:<name>``, from a Node going NotReady or away), the failed
+  if a node under it failed (a ``NodeRequest``, from a Node going NotReady or away), the failed
   node's pods are re-placed inside the domain and the new placement is written in the Workload's
   ``trainyard.io/replaced-placement`` annotation, or, with no room there, the check turns
   ``Retry`` and Kueue evicts and requeues the gang.
@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from runtimes.k8s.core import Node
 from scheduler.api.kueue import KUEUE_KINDS, Workload
-from scheduler.controllers.admission_check_status import (
+from scheduler.controllers.admission_check.check_state import (
     PENDING,
     READY,
     REJECTED,
@@ -45,13 +45,13 @@ from scheduler.controllers.admission_check_status import (
     with_topology_assignments,
 )
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.conditions import condition_true
-from scheduler.controllers.engine_mirror import workload_key
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
-from scheduler.controllers.health import NODE_PREFIX, node_key_for_change
-from scheduler.controllers.launcher_writes import LauncherWrites
+from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import KeyMapper
+from scheduler.controllers.queueing.health import node_request_for_change
+from scheduler.controllers.requests import CheckRequest, NodeRequest, WorkloadRequest
 from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.views import WorkloadView
 from scheduler.controllers.workload_status import topology_assignments
 from scheduler.engine import (
     TOPOLOGY_CHECK_CONTROLLER,
@@ -104,7 +104,7 @@ class TopologyCheckController:
         self.retry_max = retry_max
         self.writes = LauncherWrites(client)
         self.check = TopologyCheck(AdmissionEngine(config), controller_name)
-        self.queue_add: Callable[[str], None] | None = None  # set by bind()
+        self.queue_add: Callable[[CheckRequest], None] | None = None  # set by bind()
         # Workloads whose gang lost a node with no room in its domain: their check turns Retry.
         self._node_failures: dict[str, str] = {}
         for kind in INPUT_KINDS:
@@ -137,95 +137,89 @@ class TopologyCheckController:
                 self._input_changed(None, document)
         now = self.clock()
         for document in self.cache.list("Workload"):
-            if self._ours(document) and self._reserved(document) and self._all_ready(document):
-                self._restore(document, now)
+            workload = WorkloadView(document)
+            if self._ours(workload) and workload.quota_reserved and self._all_ready(workload):
+                self._restore(workload, now)
         for node in self.cache.list("Node"):
             if not _node_ready(node):
                 self._node_failed(_name(node), now)
 
-    def bind(self, add: Callable[[str], None]) -> None:
+    def bind(self, add: Callable[[CheckRequest], None]) -> None:
         """Give the controller its work queue's ``add`` (a failed node queues the gangs on it)."""
         self.queue_add = add
 
-    def enqueue_map(self) -> dict[str, KeyMapper]:
-        return {"Workload": own_workload_key, "Node": node_key_for_change, "AdmissionCheck": self._pending_of_check}
+    def enqueue_map(self) -> dict[str, KeyMapper[CheckRequest]]:
+        return {
+            "Workload": own_workload_request,
+            "Node": node_request_for_change,
+            "AdmissionCheck": self._pending_of_check,
+        }
 
-    def _pending_of_check(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[str]:
+    def _pending_of_check(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[CheckRequest]:
         """An AdmissionCheck that became ours (or active): the Workloads waiting on it."""
         document = new if new is not None else old
         if document is None:
             return []
         name = _name(document)
         return [
-            workload_key(workload)
+            WorkloadRequest.of(workload)
             for workload in self.cache.list("Workload")
             if (state := check_state(workload, name)) is not None and state.get("state") == PENDING
         ]
 
     # ------------------------------------------------------------------ the reconciler
 
-    async def reconcile(self, key: str) -> ReconcileResult:
+    async def reconcile(self, request: CheckRequest) -> ReconcileResult:
         now = self.clock()
-        if key.startswith(NODE_PREFIX):
-            name = key[len(NODE_PREFIX) :]
-            if not _node_ready(self.cache.get("Node", name)):
-                for affected in self._node_failed(name, now):
+        if isinstance(request, NodeRequest):
+            if not _node_ready(self.cache.get("Node", request.name)):
+                for affected in self._node_failed(request.name, now):
                     if self.queue_add is not None:
-                        self.queue_add(affected)
+                        self.queue_add(WorkloadRequest.parse(affected))
             return ReconcileResult()
-        namespace, _, name = key.partition("/")
-        document = self.cache.get("Workload", name, namespace)
+        document = self.cache.get("Workload", request.name, request.namespace)
         if document is None:
-            self._forget(key, now)
+            self._forget(request.key, now)
             return ReconcileResult()
         if self.writes.stale("Workload", document):
             return ReconcileResult(requeue_after=STALE_CACHE_RECHECK)
-        ours = self._ours(document)
-        if not ours or not self._reserved(document):
-            self._forget(key, now)
+        workload = WorkloadView(document)
+        ours = self._ours(workload)
+        if not ours or not workload.quota_reserved:
+            self._forget(workload.key, now)
             return ReconcileResult()
         states = {str(state.get("state")) for state in ours}
         if RETRY in states or REJECTED in states:
-            self._forget(key, now)  # Kueue evicts it (Retry) or deactivates it (Rejected)
+            self._forget(workload.key, now)  # Kueue evicts it (Retry) or deactivates it (Rejected)
             return ReconcileResult()
         if states == {READY}:
-            return await self._keep_placed(key, document, now)
-        return await self._answer(key, document, now)
+            return await self._keep_placed(workload, now)
+        return await self._answer(workload, now)
 
-    def _ours(self, document: dict[str, Any]) -> list[dict[str, Any]]:
-        states = (document.get("status") or {}).get("admissionChecks") or ()
-        return [state for state in states if self.check.owns(str(state.get("name")))]
-
-    @staticmethod
-    def _reserved(document: dict[str, Any]) -> bool:
-        return (
-            bool((document.get("status") or {}).get("admission"))
-            and condition_true(document, "QuotaReserved")
-            and not condition_true(document, "Evicted")
-            and not condition_true(document, "Finished")
-        )
+    def _ours(self, workload: WorkloadView) -> list[Mapping[str, Any]]:
+        return [state for state in workload.admission_checks if self.check.owns(str(state.get("name")))]
 
     @staticmethod
-    def _all_ready(document: dict[str, Any]) -> bool:
-        states = (document.get("status") or {}).get("admissionChecks") or ()
-        return all(state.get("state") == READY for state in states)
+    def _all_ready(workload: WorkloadView) -> bool:
+        return all(state.get("state") == READY for state in workload.admission_checks)
 
     def _forget(self, key: str, now: float) -> None:
         self.check.release(key, now)
         self._node_failures.pop(key, None)
         self.writes.forget("Workload", key)
 
-    def _restore(self, document: dict[str, Any], now: float) -> None:
-        notes = self.check.restore(Workload.model_validate(with_topology_assignments(document)), now)
+    def _restore(self, workload: WorkloadView, now: float) -> None:
+        notes = self.check.restore(Workload.model_validate(with_topology_assignments(workload.document)), now)
         if notes:
-            log.info("topology check: restored Workload %s: %s", workload_key(document), notes)
+            log.info("topology check: restored Workload %s: %s", workload.key, notes)
 
     # ------------------------------------------------------------------ answers
 
-    async def _answer(self, key: str, document: dict[str, Any], now: float) -> ReconcileResult:
+    async def _answer(self, workload: WorkloadView, now: float) -> ReconcileResult:
         """Our check is Pending: place the gang and write Ready, Retry or Rejected."""
+        document = workload.document
         decision = self.check.place(Workload.model_validate(document), now)
-        names = [str(state["name"]) for state in self._ours(document) if state.get("state") != READY]
+        names = [str(state["name"]) for state in self._ours(workload) if state.get("state") != READY]
         if decision.state == READY:
             assert decision.admission is not None
             updates = pod_set_updates(decision.admission)
@@ -242,11 +236,12 @@ class TopologyCheckController:
         await self._event(document, decision)
         return ReconcileResult()
 
-    async def _keep_placed(self, key: str, document: dict[str, Any], now: float) -> ReconcileResult:
+    async def _keep_placed(self, workload: WorkloadView, now: float) -> ReconcileResult:
         """Our check is Ready: hold the gang's nodes, and follow a node failure under it."""
-        failure = self._node_failures.get(key)
+        document = workload.document
+        failure = self._node_failures.get(workload.key)
         if failure is not None:
-            names = [str(state["name"]) for state in self._ours(document)]
+            names = [str(state["name"]) for state in self._ours(workload)]
             delay = retry_delay(check_state(document, names[0]), self.retry_base, self.retry_max)
             states = states_with(document, names, RETRY, failure, now, requeue_after=delay)
             if states is not None and not await self.writes.patch_status(
@@ -255,9 +250,9 @@ class TopologyCheckController:
                 return ReconcileResult(requeue=True)
             await self._record(document, WARNING, "TopologyRetry", failure)
             return ReconcileResult()
-        held = self.check.placed(key)
+        held = self.check.placed(workload.key)
         if held is None:
-            self._restore(document, now)
+            self._restore(workload, now)
             return ReconcileResult()
         placed = topology_assignments(held)
         if placed == checked_topology_assignments(document):
@@ -299,6 +294,6 @@ def _name(document: dict[str, Any]) -> str:
     return str((document.get("metadata") or {}).get("name", ""))
 
 
-def own_workload_key(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+def own_workload_request(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[CheckRequest]:
     document = new if new is not None else old
-    return [workload_key(document)] if document is not None else []
+    return [WorkloadRequest.of(document)] if document is not None else []

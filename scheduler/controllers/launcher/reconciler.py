@@ -4,10 +4,10 @@ Shaped like Kueue's job framework (``pkg/controller/jobframework``): one generic
 keyed by TrainJob "namespace/name", and one small protocol, ``JobLauncher``, with an
 implementation per launcher mode (the reconciler never branches on the mode):
 
-- ``jobset`` (``launcher_jobset``): no Trainer controller on the cluster; trainyard renders the
+- ``jobset`` (``launcher.jobset``): no Trainer controller on the cluster; trainyard renders the
   TrainJob itself, creates the JobSet and its companions, and mirrors the JobSet into the
   TrainJob's status;
-- ``trainer`` (``launcher_trainer``): Kubeflow Trainer's controller creates the JobSet; trainyard
+- ``trainer`` (``launcher.trainer``): Kubeflow Trainer's controller creates the JobSet; trainyard
   writes what the admission decided as a ``runtimePatches`` entry and unsuspends, as Kueue does.
 
 The reconciler reads the TrainJob and its Workload from the cache and decides, as Kueue's
@@ -28,11 +28,12 @@ from typing import Any, Literal, Protocol
 from runtimes.api.trainer import DEFAULT_MANAGED_BY, TRAINER_GROUP, TrainJob
 from scheduler.api.kueue import QUEUE_NAME_LABEL
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.launcher_podsets import admission_committed, workload_owned_by
-from scheduler.controllers.launcher_writes import LauncherWrites
+from scheduler.controllers.launcher.pod_sets import workload_owned_by
+from scheduler.controllers.launcher.trainjob_status import is_finished, now_rfc3339
+from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import WatchSpec, object_key
 from scheduler.controllers.runtime import ReconcileResult
-from scheduler.controllers.trainjob_status import is_finished, now_rfc3339
+from scheduler.controllers.views import TrainJobView, WorkloadView
 from scheduler.trainjob import TRAINJOB_KIND, workload_name_for_owner
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,8 @@ class LaunchContext:
     """One reconcile's view: the cached TrainJob (read-only) and its Workload, if it has one."""
 
     key: str
-    trainjob: dict[str, Any]
-    workload: dict[str, Any] | None
+    trainjob: TrainJobView
+    workload: WorkloadView | None
     cache: ClusterCache
     writes: LauncherWrites
     now: str = field(default_factory=now_rfc3339)
@@ -58,31 +59,31 @@ class LaunchContext:
     @functools.cached_property
     def model(self) -> TrainJob:
         """The TrainJob parsed, only when a step needs it (a start renders it; most syncs do not)."""
-        return TrainJob.model_validate(self.trainjob)
+        return TrainJob.model_validate(self.trainjob.document)
 
     @property
     def namespace(self) -> str:
-        return str(self.trainjob["metadata"]["namespace"])
+        return str(self.trainjob.metadata["namespace"])
 
     @property
     def name(self) -> str:
-        return str(self.trainjob["metadata"]["name"])
+        return self.trainjob.name
 
     @property
     def uid(self) -> str | None:
-        uid = self.trainjob["metadata"].get("uid")
-        return str(uid) if uid else None
+        return self.trainjob.uid
 
     @property
     def suspended(self) -> bool:
-        return bool((self.trainjob.get("spec") or {}).get("suspend"))
+        return self.trainjob.suspended
 
     @property
     def admitted(self) -> bool:
-        return admission_committed(self.workload)
+        return self.workload is not None and self.workload.admission_committed
 
     def trainjob_copy(self) -> dict[str, Any]:
-        return copy.deepcopy(self.trainjob)
+        """A copy of the cached TrainJob to change and write (the cache's own dict is never changed)."""
+        return copy.deepcopy(self.trainjob.document)
 
 
 class JobLauncher(Protocol):
@@ -102,13 +103,11 @@ class JobLauncher(Protocol):
     async def sync(self, ctx: LaunchContext) -> float | None: ...
 
 
-def managed_here(trainjob: dict[str, Any]) -> bool:
+def managed_here(trainjob: TrainJobView) -> bool:
     """A TrainJob in a queue, run by the cluster's own controllers (not handed to MultiKueue)."""
-    metadata = trainjob.get("metadata") or {}
-    if not (metadata.get("labels") or {}).get(QUEUE_NAME_LABEL):
+    if not trainjob.labels.get(QUEUE_NAME_LABEL):
         return False
-    managed_by = (trainjob.get("spec") or {}).get("managedBy")
-    return managed_by in (None, "", DEFAULT_MANAGED_BY)
+    return trainjob.managed_by in (None, DEFAULT_MANAGED_BY)
 
 
 class LauncherReconciler:
@@ -126,22 +125,25 @@ class LauncherReconciler:
 
     async def reconcile(self, key: str) -> ReconcileResult:
         namespace, _, name = key.partition("/")
-        trainjob = self.cache.get("TrainJob", name, namespace)
-        if trainjob is None:
+        document = self.cache.get("TrainJob", name, namespace)
+        if document is None:
             self.writes.forget("TrainJob", key)
             return ReconcileResult()
-        if self.writes.stale("TrainJob", trainjob):
+        if self.writes.stale("TrainJob", document):
             return ReconcileResult(requeue_after=STALE_CACHE_RECHECK)
+        trainjob = TrainJobView(document)
         if not managed_here(trainjob):
             return ReconcileResult()
-        uid = str(trainjob["metadata"].get("uid") or "")
+        uid = trainjob.uid or ""
         workload = self.cache.get(
             "Workload", workload_name_for_owner(name, uid, TRAINJOB_KIND, TRAINER_GROUP), namespace
         )
         if workload is not None and not workload_owned_by(workload, uid or None):
             workload = None
-        ctx = LaunchContext(key, trainjob, workload, self.cache, self.writes)
-        if is_finished(trainjob.get("status")):
+        ctx = LaunchContext(
+            key, trainjob, WorkloadView(workload) if workload is not None else None, self.cache, self.writes
+        )
+        if trainjob.finished:
             step = self.launcher.sync
         elif ctx.suspended and ctx.admitted:
             step = self.launcher.start

@@ -12,8 +12,8 @@ it (``JobSetLauncher.sync``).
 
 from __future__ import annotations
 
-from scheduler.controllers.launcher import LaunchContext
-from scheduler.controllers.launcher_jobset import JobSetLauncher
+from scheduler.controllers.launcher.jobset import JobSetLauncher
+from scheduler.controllers.launcher.reconciler import LaunchContext
 
 
 class KueueStartedJobSetLauncher(JobSetLauncher):

@@ -16,17 +16,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler.controllers.admission_check import INPUT_KINDS, TopologyCheckController
-from scheduler.controllers.admission_check_activity import CheckActivityController
-from scheduler.controllers.admission_check_launcher import KueueStartedJobSetLauncher
+from scheduler.controllers.admission_check.activity import CheckActivityController
+from scheduler.controllers.admission_check.kueue_started_launcher import KueueStartedJobSetLauncher
+from scheduler.controllers.admission_check.topology_check import INPUT_KINDS, TopologyCheckController
 from scheduler.controllers.events import EventRecorder
-from scheduler.controllers.launcher_controllers import (
+from scheduler.controllers.launcher.wiring import (
     LauncherControllers,
     build_launcher_controllers,
     launcher_watches,
 )
 from scheduler.controllers.manager import ControllerManager, WatchSpec
-from scheduler.controllers.queueing import merge_watches
+from scheduler.controllers.queueing.wiring import merge_watches
+from scheduler.controllers.requests import CheckRequest
 from scheduler.controllers.runtime import Controller
 from scheduler.controllers.service import leader_elector
 from scheduler.controllers.workqueue import WorkQueue
@@ -84,7 +85,7 @@ def build_beside_kueue_service(
         retry_max=settings.retry_max_seconds,
     )
     # a placement is decided and reserved without yielding, so workers never place on the same nodes
-    queue = WorkQueue(name=check.name, base_delay=0.05, max_delay=10.0)
+    queue = WorkQueue[CheckRequest](name=check.name, base_delay=0.05, max_delay=10.0)
     check_controller = Controller(check, workers=workers, queue=queue)
     check.bind(check_controller.queue.add)
     activity = CheckActivityController(client, manager.cache, controller_name=settings.controller_name, clock=clock)

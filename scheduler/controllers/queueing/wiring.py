@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -19,11 +20,12 @@ from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import MANAGED_SELECTOR
 from scheduler.controllers.events import EventRecorder
 from scheduler.controllers.manager import KeyMapper, WatchSpec
-from scheduler.controllers.metrics import QueueMetrics
-from scheduler.controllers.queue_controller import QueueController
-from scheduler.controllers.queue_status import QueueStatusController
+from scheduler.controllers.queueing.metrics import QueueMetrics
+from scheduler.controllers.queueing.queue_controller import QueueController
+from scheduler.controllers.queueing.queue_status import QueueStatusController
+from scheduler.controllers.queueing.trainjob_workloads import TrainJobWorkloads
+from scheduler.controllers.requests import QueueRequest
 from scheduler.controllers.runtime import Controller
-from scheduler.controllers.trainjob_workloads import TrainJobWorkloads
 from scheduler.controllers.workqueue import WorkQueue
 from scheduler.engine import EngineConfig
 from scheduler.kube import KubeClient
@@ -65,7 +67,7 @@ class QueueControllers:
     queue: QueueController
     trainjobs: TrainJobWorkloads
     metrics: QueueMetrics
-    registrations: list[tuple[Controller, dict[str, KeyMapper]]]
+    registrations: list[tuple[Controller[Any], dict[str, KeyMapper[Any]]]]
     queue_status: QueueStatusController
 
 
@@ -86,7 +88,7 @@ def build_queue_controllers(
         client, cache, config=config, metrics=metrics, events=recorder, clock=clock, debounce=debounce
     )
     queue_controller = Controller(
-        queue, workers=workers, queue=WorkQueue(name=queue.name, base_delay=0.05, max_delay=10.0)
+        queue, workers=workers, queue=WorkQueue[QueueRequest](name=queue.name, base_delay=0.05, max_delay=10.0)
     )
     queue.bind(queue_controller.queue.add_after)
     trainjobs = TrainJobWorkloads(client, cache, events=recorder, clock=clock)

@@ -1,16 +1,16 @@
 """The queue controller: admission cycles of the engine, written back on Workloads in Kueue's shapes.
 
-One reconciler, three kinds of key:
+One reconciler, four kinds of request (``scheduler.controllers.requests.QueueRequest``):
 
-- ``@cycle``: run ``engine.schedule(now)`` and write its decisions. Input changes ask for a
+- ``CYCLE``: run ``engine.schedule(now)`` and write its decisions. Input changes ask for a
   cycle ``debounce`` seconds after the first change (a burst of events is one cycle) and never
   sooner than ``min_interval`` after the previous one, nor than twice the previous cycle's own
   computing time (so a cycle over a long queue takes at most a third of the loop, and a short
   queue is admitted within tens of milliseconds); the engine's own timers (pods-ready timeouts,
   requeue backoff) come back as ``requeue_after``.
-- ``pods:<namespace>/<workload>``: the workload's pods changed; PodsReady is recomputed.
-- ``node:<name>``: a Node turned NotReady or went away; gangs placed on it are handled.
-- ``@resync``: every ``resync_period`` seconds the engine is compared with the cached Workloads
+- ``WorkloadPodsRequest``: the workload's pods changed; PodsReady is recomputed.
+- ``NodeRequest``: a Node turned NotReady or went away; gangs placed on it are handled.
+- ``RESYNC``: every ``resync_period`` seconds the engine is compared with the cached Workloads
   and healed where a missed change left them apart (``EngineMirror.resync``); pending work gets
   a cycle if none ran meanwhile, so no wake-up can be lost for good.
 
@@ -26,18 +26,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.engine_mirror import EngineMirror, workload_key
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
-from scheduler.controllers.health import NODE_PREFIX, HealthChecks, node_key_for_change, pods_key_for_change
-from scheduler.controllers.metrics import QueueMetrics
-from scheduler.controllers.pending_status import PendingStatus, PendingWrite
+from scheduler.controllers.manager import KeyMapper
+from scheduler.controllers.queueing.engine_mirror import EngineMirror, workload_key
+from scheduler.controllers.queueing.health import HealthChecks, node_request_for_change, pods_request_for_change
+from scheduler.controllers.queueing.metrics import QueueMetrics
+from scheduler.controllers.queueing.pending_status import PendingStatus, PendingWrite
+from scheduler.controllers.queueing.workload_writer import WorkloadStatusWriter
+from scheduler.controllers.requests import CYCLE, RESYNC, CycleRequest, NodeRequest, QueueRequest, ResyncRequest
 from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.views import WorkloadView
 from scheduler.controllers.workload_status import admitted_patch, evicted_patch
-from scheduler.controllers.workload_status_writes import WorkloadStatusWriter
 from scheduler.engine import (
     AdmissionEngine,
     AdmittedWorkload,
@@ -51,8 +54,6 @@ from scheduler.kube import KubeClient
 
 log = logging.getLogger(__name__)
 
-CYCLE_KEY = "@cycle"
-RESYNC_KEY = "@resync"
 REFUSAL_BACKOFF_MAX = 300.0
 
 
@@ -88,7 +89,7 @@ class QueueController:
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
         self.writer = WorkloadStatusWriter(client, self.mirror, write_concurrency)
         self.health = HealthChecks(self)
-        self.queue_add_after: Callable[[str, float], None] | None = None  # set by bind()
+        self.queue_add_after: Callable[[QueueRequest, float], None] | None = None  # set by bind()
         self._last_cycle: float | None = None  # loop time
         self._cycle_cost = 0.0  # seconds the last cycle spent computing (not waiting on writes)
         self.cycles = 0
@@ -103,14 +104,14 @@ class QueueController:
     def engine(self) -> AdmissionEngine:
         return self.mirror.engine
 
-    def bind(self, add_after: Callable[[str, float], None]) -> None:
+    def bind(self, add_after: Callable[[QueueRequest, float], None]) -> None:
         """Give the controller its work queue's ``add_after`` (so changes can ask for a cycle)."""
         self.queue_add_after = add_after
 
-    def enqueue_map(self) -> dict[str, Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[str]]]:
+    def enqueue_map(self) -> dict[str, KeyMapper[QueueRequest]]:
         """The manager's mappers: Pods and Nodes ask for health checks. Engine inputs ask for a
-        (debounced) cycle through the mirror, not through a key added at once."""
-        return {"Node": node_key_for_change, "Pod": pods_key_for_change}
+        (debounced) cycle through the mirror, not through a request added at once."""
+        return {"Node": node_request_for_change, "Pod": pods_request_for_change}
 
     # ------------------------------------------------------------------ the reconciler
 
@@ -121,18 +122,18 @@ class QueueController:
         self._last_cycle = None
         self.request_cycle()
         if self.queue_add_after is not None:
-            self.queue_add_after(RESYNC_KEY, self.resync_period)
+            self.queue_add_after(RESYNC, self.resync_period)
 
-    async def reconcile(self, key: str) -> ReconcileResult:
-        if key == CYCLE_KEY:
+    async def reconcile(self, request: QueueRequest) -> ReconcileResult:
+        if isinstance(request, CycleRequest):
             async with self._deciding:
                 return await self._cycle()
-        if key == RESYNC_KEY:
+        if isinstance(request, ResyncRequest):
             return self._resync()
-        if key.startswith(NODE_PREFIX):
+        if isinstance(request, NodeRequest):
             async with self._deciding:
-                return await self.health.reconcile(key)
-        return await self.health.reconcile(key)
+                return await self.health.reconcile(request)
+        return await self.health.reconcile(request)
 
     def _resync(self) -> ReconcileResult:
         """Ask the next cycle to compare the engine with the cache first (done inside the cycle,
@@ -148,7 +149,7 @@ class QueueController:
         delay = self.debounce
         if self._last_cycle is not None:
             delay = max(delay, self._last_cycle + self._gap() - loop.time())
-        self.queue_add_after(CYCLE_KEY, delay)
+        self.queue_add_after(CYCLE, delay)
 
     def _gap(self) -> float:
         return max(self.min_interval, 2.0 * self._cycle_cost)
@@ -242,46 +243,48 @@ class QueueController:
         preempted_reason: str | None = None,
         requeue_at: float | None = None,
     ) -> bool:
-        document = self._cached(key)
-        if document is None or not (document.get("status") or {}).get("admission"):
+        workload = self._workload(key)
+        if workload is None or workload.admission is None:
             # the server shows no admission to take away: the engine was behind; take the server's view
             self.mirror.resubmit(key)
             return True
         if requeue_at is None and preempted_reason is not None:
             requeue_at = now  # preempted workloads go back to their queue at once
+        document = workload.document
         patch = evicted_patch(document, reason, message, now, preempted_reason=preempted_reason, requeue_at=requeue_at)
         if not await self.writer.write(key, document, patch):
             self.mirror.resubmit(key)
             return False
-        await self._event(document, WARNING, "Preempted" if preempted_reason else "Evicted", message)
+        await self._event(workload, WARNING, "Preempted" if preempted_reason else "Evicted", message)
         return True
 
     async def _admit(self, key: str, now: float) -> bool:
         info = self.engine.workload(key)
-        document = self._cached(key)
+        workload = self._workload(key)
         if info is None or info.admission is None or info.state is not WorkloadState.ADMITTED:
             return True  # undone meanwhile (deleted, finished)
-        if document is None or (document.get("status") or {}).get("admission"):
+        if workload is None or workload.admission is not None:
             # never admit what the server already shows admitted (or no longer has): take its view
             self.mirror.resubmit(key)
-            return document is None
+            return workload is None
+        document = workload.document
         if not await self.writer.write(key, document, admitted_patch(document, info.admission, now)):
             if not self.mirror.unsure(key):  # an admission that may have landed keeps its quota
                 self.mirror.resubmit(key)
             refusal = self.writer.refusal(key)
             if refusal is not None:
-                await self._hold_refused(key, document, refusal, now)
+                await self._hold_refused(key, workload, refusal, now)
             return False
         self.pending.forget(key)
         self._refused_count.pop(key, None)
         if self.metrics is not None:
             self.metrics.admitted(info.admission.cluster_queue, now - (info.queue_order_time or info.created))
         await self._event(
-            document, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {info.admission.cluster_queue}"
+            workload, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {info.admission.cluster_queue}"
         )
         return True
 
-    async def _hold_refused(self, key: str, document: dict[str, Any], refusal: str, now: float) -> None:
+    async def _hold_refused(self, key: str, workload: WorkloadView, refusal: str, now: float) -> None:
         """An admission the API server refused as invalid is not retried at once: the same write
         would be refused again, every cycle. The workload waits out an exponential backoff (1 s,
         doubling, at most 5 minutes), and the refusal is told on the Workload once."""
@@ -293,7 +296,7 @@ class QueueController:
         delay = min(REFUSAL_BACKOFF_MAX, 2.0 ** (count - 1))
         self.engine.hold_until(info, now + delay, f"the API server refused its admission: {refusal}")
         if count == 1:
-            await self._event(document, WARNING, "AdmissionRefused", f"The API server refused the admission: {refusal}")
+            await self._event(workload, WARNING, "AdmissionRefused", f"The API server refused the admission: {refusal}")
 
     async def _write_pending(self, now: float) -> None:
         """QuotaReserved=False with the reason and position, only where it changed (``PendingStatus``
@@ -309,7 +312,7 @@ class QueueController:
         if await self.writer.write(write.key, write.document, write.patch):
             self.pending.wrote(write.key, asyncio.get_running_loop().time())
             if write.event_message is not None:
-                await self._event(write.document, NORMAL, "Pending", write.event_message)
+                await self._event(WorkloadView(write.document), NORMAL, "Pending", write.event_message)
 
     async def evict_for_node_failure(self, key: str, node: str) -> bool:
         """Evict an admitted gang from a failed node (Kueue's ``NodeFailures``); False if the write failed."""
@@ -330,14 +333,15 @@ class QueueController:
             self.request_cycle()
             return ok
         info = self.engine.workload(outcome.key)
-        document = self._cached(outcome.key)
-        if info is None or info.admission is None or document is None:
+        workload = self._workload(outcome.key)
+        if info is None or info.admission is None or workload is None:
             return True
+        document = workload.document
         if not await self.writer.write(outcome.key, document, admitted_patch(document, info.admission, now)):
             self.mirror.resubmit(outcome.key)
             return False
         message = f"Node {outcome.node} failed; its pods were placed again in the same topology domain"
-        await self._event(document, WARNING, "NodeFailures", message)
+        await self._event(workload, WARNING, "NodeFailures", message)
         return True
 
     async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool:
@@ -349,21 +353,19 @@ class QueueController:
         # not the cache alone: right after our own write it may still show the revision before it
         return self.mirror.freshest(key)
 
-    async def _event(self, document: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+    def _workload(self, key: str) -> WorkloadView | None:
+        document = self._cached(key)
+        return WorkloadView(document) if document is not None else None
+
+    async def _event(self, workload: WorkloadView, event_type: str, reason: str, message: str) -> None:
+        """An Event on the Workload, and the same on the TrainJob that owns it (what its user watches)."""
         if self.events is None:
             return
-        await self.events.record(document, event_type, reason, message)
-        owner = _owner_trainjob(self.cache, document)
+        await self.events.record(workload.document, event_type, reason, message)
+        owner_name = workload.owner_trainjob
+        owner = self.cache.get("TrainJob", owner_name, workload.namespace) if owner_name is not None else None
         if owner is not None:
             await self.events.record(owner, event_type, reason, message)
 
 
-def _owner_trainjob(cache: ClusterCache, document: dict[str, Any]) -> dict[str, Any] | None:
-    metadata = document.get("metadata") or {}
-    for reference in metadata.get("ownerReferences") or ():
-        if reference.get("kind") == "TrainJob" and reference.get("controller"):
-            return cache.get("TrainJob", str(reference.get("name")), metadata.get("namespace"))
-    return None
-
-
-__all__ = ["CYCLE_KEY", "QueueController", "workload_key"]
+__all__ = ["QueueController", "workload_key"]

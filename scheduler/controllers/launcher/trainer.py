@@ -21,9 +21,10 @@ from typing import Any
 
 from runtimes.api.trainer import CLUSTER_TRAINING_RUNTIME_KIND
 from scheduler.controllers.constants import MANAGED_LABEL, MANAGED_VALUE, RUNTIME_PATCH_MANAGER
-from scheduler.controllers.launcher import LaunchContext, LauncherMode
-from scheduler.controllers.launcher_podsets import pod_set_infos, pod_template_patch
+from scheduler.controllers.launcher.pod_sets import pod_set_infos, pod_template_patch
+from scheduler.controllers.launcher.reconciler import LaunchContext, LauncherMode
 from scheduler.controllers.manager import WatchSpec
+from scheduler.controllers.views import TrainJobView
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +73,9 @@ def without_own_patch(patches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [patch for patch in patches if patch.get("manager") != RUNTIME_PATCH_MANAGER]
 
 
-def jobs_active(document: dict[str, Any]) -> bool:
-    jobs = (document.get("status") or {}).get("jobsStatus") or ()
-    return any(int(job.get("active") or 0) > 0 for job in jobs)
+def jobs_active(trainjob: TrainJobView) -> bool:
+    """A replicated job still has active Jobs (Trainer's ``jobsStatus``)."""
+    return any(int(job.get("active") or 0) > 0 for job in trainjob.status.get("jobsStatus") or ())
 
 
 def _set_patches(document: dict[str, Any], patches: list[dict[str, Any]]) -> None:
@@ -119,7 +120,12 @@ class TrainerPatchLauncher:
 
     async def sync(self, ctx: LaunchContext) -> float | None:
         # Trainer mirrors the JobSet into the status; what is left is a patch a stop had to keep.
-        if ctx.suspended and not ctx.admitted and has_own_patch(ctx.trainjob) and not jobs_active(ctx.trainjob):
+        if (
+            ctx.suspended
+            and not ctx.admitted
+            and has_own_patch(ctx.trainjob.document)
+            and not jobs_active(ctx.trainjob)
+        ):
             cleared = ctx.trainjob_copy()
             _set_patches(cleared, without_own_patch(_patches(cleared)))
             await ctx.writes.replace("TrainJob", cleared)
