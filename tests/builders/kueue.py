@@ -195,6 +195,11 @@ class WorkloadBuilder:
         self._spec["priority"] = value
         return self
 
+    def spec(self, **fields: Any) -> Self:
+        """Raw spec fields as a user spells them (``maximumExecutionTimeSeconds=900``)."""
+        self._spec.update(fields)
+        return self
+
     def priority_class(self, name: str) -> Self:
         self._spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
         return self

@@ -16,7 +16,7 @@ from simulations.scenarios.catalogue import steady_scenario
 from simulations.whatif import Rehearsal, apply_changes, parse_change, rehearsal_from_queues, run_one
 from simulations.whatif.outcome import describe_change, why_worse
 from simulations.whatif.runs import measured_window
-from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, WorkloadBuilder
+from tests.builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, WorkloadBuilder
 from trainyard.cli.main import main
 
 
@@ -27,57 +27,17 @@ def _stamp(epoch: float) -> str:
 @pytest.fixture
 def small_queues(tmp_path: Path) -> Path:
     """Two teams of 4 CPUs each; team-x has a backlog of 2-CPU jobs that arrived over the last hour."""
-    documents: list[dict[str, Any]] = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-    ]
+    documents: list[dict[str, Any]] = [ResourceFlavorBuilder("default").doc()]
     for team in ("team-x", "team-y"):
-        documents.append(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ClusterQueue",
-                "metadata": {"name": team},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu"],
-                            "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
-                        }
-                    ],
-                },
-            }
-        )
-        documents.append(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "LocalQueue",
-                "metadata": {"name": "jobs", "namespace": team},
-                "spec": {"clusterQueue": team},
-            }
-        )
+        documents.append(ClusterQueueBuilder(team).quota("default", "cpu", 4).doc())
+        documents.append(LocalQueueBuilder("jobs", team).cluster_queue(team).doc())
     now = time.time()
     for i in range(16):
         team = "team-x" if i % 4 else "team-y"
-        documents.append(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "Workload",
-                "metadata": {"name": f"job-{i}", "namespace": team, "creationTimestamp": _stamp(now - 3600 + 200 * i)},
-                "spec": {
-                    "queueName": "jobs",
-                    "maximumExecutionTimeSeconds": 900,
-                    "podSets": [
-                        {
-                            "name": "main",
-                            "count": 1,
-                            "template": {
-                                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}
-                            },
-                        }
-                    ],
-                },
-            }
-        )
+        job = WorkloadBuilder(f"job-{i}", team).queue("jobs").spec(maximumExecutionTimeSeconds=900).pod_set(cpu="2")
+        document = job.doc()
+        document["metadata"]["creationTimestamp"] = _stamp(now - 3600 + 200 * i)
+        documents.append(document)
     path = tmp_path / "queues.yaml"
     path.write_text(yaml.safe_dump_all(documents))
     return tmp_path
@@ -192,7 +152,7 @@ def test_recent_arrivals_that_finished_are_replayed_and_counted(tmp_path: Path) 
     """On a cluster most recent arrivals have finished: they still arrived, so they are replayed."""
     now = time.time()
     objects: list[Any] = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        ResourceFlavorBuilder("default").doc(),
         ClusterQueueBuilder("team-x").quota("default", "cpu", 4).doc(),
         LocalQueueBuilder("jobs", "team-x").cluster_queue("team-x").doc(),
     ]
