@@ -4,59 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.kueue import KUEUE_KINDS, Workload
+from scheduler.api.kueue import Workload
+from tests.builders import ClusterQueueBuilder, WorkloadBuilder, flavor, local_queue
 from trainyard.benchmarks.parity import _in_queue_order, compare
 from trainyard.benchmarks.parity_sides import Decision, EngineSide, SideRecord
 
-KUEUE = "kueue.x-k8s.io/v1beta2"
 NS = "team"
 
 
 def _objects() -> list[Any]:
-    documents = [
-        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "preemption": {"withinClusterQueue": "LowerPriority"},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": KUEUE,
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": NS},
-            "spec": {"clusterQueue": "cq"},
-        },
+    return [
+        flavor("default"),
+        ClusterQueueBuilder("cq")
+        .quota("default", "cpu", 4)
+        .spec(preemption={"withinClusterQueue": "LowerPriority"})
+        .obj(),
+        local_queue("lq", NS, "cq"),
     ]
-    return [KUEUE_KINDS[str(document["kind"])].model_validate(document) for document in documents]
 
 
 def _workload(name: str, cpu: int, priority: int) -> dict[str, Any]:
-    return {
-        "apiVersion": KUEUE,
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": NS, "creationTimestamp": "2026-11-28T00:00:00Z"},
-        "spec": {
-            "queueName": "lq",
-            "priority": priority,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}},
-                }
-            ],
-        },
-    }
+    job = WorkloadBuilder(name, NS).queue("lq").priority(priority).pod_set(cpu=str(cpu))
+    document = job.doc()
+    document["metadata"]["creationTimestamp"] = "2026-11-28T00:00:00Z"
+    return document
 
 
 def test_a_steps_arrivals_go_in_priority_order_and_the_engine_takes_them_at_once() -> None:

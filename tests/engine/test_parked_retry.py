@@ -14,6 +14,7 @@ from pathlib import Path
 from scheduler.api.kueue import ClusterQueue, LocalQueue, Workload
 from scheduler.api.loading import load_kueue_objects
 from scheduler.engine import AdmissionEngine, WorkloadState
+from tests.builders import local_queue
 
 SAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "kueue-tas"
 
@@ -22,14 +23,7 @@ def _second_cluster_queue(first: ClusterQueue) -> tuple[ClusterQueue, LocalQueue
     """A ClusterQueue without cohort sharing the same TAS flavor (and so the same nodes)."""
     data = first.to_dict()
     data["metadata"] = {"name": "inference"}
-    queue = LocalQueue.model_validate(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "inference", "namespace": "ml"},
-            "spec": {"clusterQueue": "inference"},
-        }
-    )
+    queue = local_queue("inference", "ml", "inference")
     return ClusterQueue.model_validate(data), queue
 
 

@@ -11,11 +11,12 @@ from typing import Any
 
 from runtimes.k8s.core import Node
 from runtimes.k8s.meta import Resource
-from scheduler.api.kueue import Topology, Workload
+from scheduler.api.kueue import Workload
 from scheduler.api.loading import load_kueue_objects
 from scheduler.controllers.workload_status import admission_document
 from scheduler.engine import AdmissionEngine, WorkloadState
 from scheduler.engine.node_failures import ReplacedPlacement
+from tests.builders import TopologyBuilder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "kueue-tas"
 BLOCK = "network.topology.nvidia.com/block"
@@ -123,14 +124,7 @@ def test_pods_on_a_deleted_node_are_left_out_and_named_in_the_reason() -> None:
 def test_a_gang_placed_on_domains_above_the_hosts_holds_nodes_in_those_domains() -> None:
     objects, template, nodes = _objects()
     # Kueue stores only the domains (no hostnames) when the lowest level is not the hostname
-    blocks = Topology.model_validate(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Topology",
-            "metadata": {"name": "gpu-fabric"},
-            "spec": {"levels": [{"nodeLabel": SPINE}, {"nodeLabel": BLOCK}]},
-        }
-    )
+    blocks = TopologyBuilder("gpu-fabric", SPINE, BLOCK).obj()
     stored, held = _admitted_elsewhere(objects, _gang(template, "restored", 4), blocks)
     assert stored.status.admission is not None
     topology_assignment = stored.status.admission.pod_set_assignments[0].topology_assignment

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import ClusterQueueBuilder, WorkloadBuilder, flavor, local_queue
+from builders import ClusterQueueBuilder, LocalQueueBuilder, WorkloadBuilder, flavor, local_queue
 
 from scheduler.api.kueue import LocalQueue
 from scheduler.engine import AdmissionEngine, WorkloadState
@@ -13,14 +13,7 @@ CPU = ("default", "cpu")
 
 
 def _stopped_local_queue(policy: str) -> LocalQueue:
-    return LocalQueue.model_validate(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "main", "namespace": "team-a"},
-            "spec": {"clusterQueue": "team-a", "stopPolicy": policy},
-        }
-    )
+    return LocalQueueBuilder("main", "team-a").cluster_queue("team-a").stop_policy(policy).obj()
 
 
 def _engine_with_running(policy_on: str, policy: str) -> tuple[AdmissionEngine, str, str]:

@@ -8,6 +8,7 @@ from fakeapi.fixtures import FakeApi
 from kube_support import RecordingSink, fast_settings, flavor, kube, local_queue, running
 
 from scheduler.kube import Informer
+from tests.builders import namespace
 from tests.eventually import eventually
 
 
@@ -158,7 +159,7 @@ async def test_an_object_the_sink_refuses_does_not_stop_the_informer(fake_api: F
 async def test_namespaced_kind_in_all_namespaces(fake_api: FakeApi) -> None:
     sink = RecordingSink()
     async with kube(fake_api) as client:
-        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+        await client.create(namespace("team-a"))
         await client.create(local_queue("default", "team-a"))
         informer = Informer(client, "LocalQueue", sink, settings=fast_settings())
         async with running(informer):
