@@ -23,6 +23,7 @@ from runtimes.sdk import DataType
 from runtimes.sdk import TrainerClient as RuntimesTrainerClient
 from runtimes.sdk.trainjobs import build_trainjob
 from scheduler.kube import KubeClient
+from tests.builders import NodeBuilder
 from trainyard.sdk import (
     BuiltinTrainer,
     CustomTrainer,
@@ -351,9 +352,7 @@ async def test_logs_of_a_pod_on_a_simulated_node_say_so_in_one_line(
     """KWOK's fake kubelet runs no container: no log on a real KWOK cluster either, and no error.
     Known by the node's annotation, or else by KWOK's answer ("no logs found for container")."""
     annotations = {"kwok.x-k8s.io/node": "fake"} if annotated else {}
-    await kube.create(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node-7", "annotations": annotations}}
-    )
+    await kube.create(NodeBuilder("gpu-node-7").annotations(**annotations).doc())
     name = await call(client.train, runtime="plain-python", trainer=CustomTrainer(func=say_hello))
     pod = node_pod(name, 0, "Running")
     pod["spec"]["nodeName"] = "gpu-node-7"
