@@ -19,6 +19,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from sandbox.apiserver.field_sets import fields_of, from_fields_v1, path_text, to_fields_v1
 from sandbox.apiserver.kinds import Registry
 from sandbox.apiserver.schemas import kind_schema
+from tests.builders import trainjob
 
 APPLY = "application/apply-patch+yaml"
 
@@ -101,16 +102,9 @@ async def test_keyed_lists_merge_by_key_on_a_custom_resource(kube_client: client
     custom = client.CustomObjectsApi(kube_client)
     await client.CoreV1Api(kube_client).create_namespace({"metadata": {"name": "team-a"}})
 
-    def trainjob(*env: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "demo", "namespace": "team-a"},
-            "spec": {
-                "runtimeRef": {"name": "torch-distributed"},
-                "trainer": {"env": [{"name": name, "value": "1"} for name in env]},
-            },
-        }
+    def with_env(*env: str) -> dict[str, Any]:
+        """The TrainJob as one manager applies it: only the variables it owns."""
+        return trainjob("demo", "team-a", nodes=None, trainer={"env": [{"name": name, "value": "1"} for name in env]})
 
     async def apply_as(manager: str, body: dict[str, Any]) -> dict[str, Any]:
         found: dict[str, Any] = await custom.patch_namespaced_custom_object(
@@ -119,12 +113,12 @@ async def test_keyed_lists_merge_by_key_on_a_custom_resource(kube_client: client
         )  # fmt: skip
         return found
 
-    await apply_as("user", trainjob("A", "B"))
-    both = await apply_as("tuner", trainjob("C"))
+    await apply_as("user", with_env("A", "B"))
+    both = await apply_as("tuner", with_env("C"))
     assert [e["name"] for e in both["spec"]["trainer"]["env"]] == ["A", "B", "C"]
     owned = {entry["manager"]: entry["fieldsV1"] for entry in both["metadata"]["managedFields"]}
     assert set(owned["tuner"]["f:spec"]["f:trainer"]["f:env"]) == {'k:{"name":"C"}'}
-    after = await apply_as("user", trainjob("A"))
+    after = await apply_as("user", with_env("A"))
     assert [e["name"] for e in after["spec"]["trainer"]["env"]] == ["A", "C"]
 
 
