@@ -13,11 +13,11 @@ from admission_check_support import CHECK, NS, reserve, seed_cluster
 from builders import ClusterQueueBuilder, ResourceFlavorBuilder
 from fakeapi.fixtures import FakeApi
 from process_support import trainyard
-from queue_support import eventually
 
 from scheduler.api.kueue import AdmissionCheck
 from scheduler.engine import TOPOLOGY_CHECK_CONTROLLER
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 from trainyard.cli.main import main
 
 BAD_FLAGS = [

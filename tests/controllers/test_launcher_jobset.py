@@ -18,7 +18,6 @@ from launcher_support import (
     admit,
     admitted_status,
     condition,
-    eventually,
     gated_pod,
     launcher,
     seed_cluster,
@@ -34,6 +33,7 @@ from scheduler.controllers.constants import (
     WORKLOAD_ANNOTATION,
 )
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 
 
 async def test_admitted_trainjob_runs_with_its_placement_and_completes(fake_api: FakeApi) -> None:

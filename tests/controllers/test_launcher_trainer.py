@@ -17,7 +17,6 @@ from launcher_support import (
     TOLERATION,
     admit,
     condition,
-    eventually,
     gated_pod,
     launcher,
     seed_cluster,
@@ -34,6 +33,7 @@ from scheduler.controllers.constants import (
     WORKLOAD_ANNOTATION,
 )
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 
 
 def own_patches(trainjob: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,21 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from fakeapi.fixtures import FakeApi
-from queue_support import (
-    NS,
-    Reader,
-    condition,
-    controller,
-    eventually,
-    is_admitted,
-    kube,
-    runtime_doc,
-    seed_queues,
-    trainjob,
-)
+from queue_support import NS, Reader, condition, controller, is_admitted, kube, runtime_doc, seed_queues, trainjob
 
 from runtimes.api.trainer import TrainJob
 from scheduler.trainjob import workload_name
+from tests.eventually import eventually
 
 
 async def test_a_queued_trainjob_gets_its_workload_and_is_admitted(fake_api: FakeApi, reader: Reader) -> None:

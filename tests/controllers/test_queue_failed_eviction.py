@@ -28,7 +28,6 @@ from queue_support import (
     Reader,
     cluster_queue_doc,
     controller,
-    eventually,
     gpu_node,
     is_admitted,
     kube,
@@ -40,6 +39,7 @@ from queue_support import (
 
 from sandbox.apiserver.records import StoredEvent
 from scheduler.api.topology_assignment import decode_topology_assignment
+from tests.eventually import eventually
 
 COHORT_CPU = 4
 

@@ -6,12 +6,13 @@ from typing import Any
 
 from builders import node
 from fakeapi.fixtures import FakeApi
-from queue_support import NS, Reader, condition, controller, eventually, is_admitted, kube, seed_queues, trainjob
+from queue_support import NS, Reader, condition, controller, is_admitted, kube, seed_queues, trainjob
 
 from scheduler.controllers.constants import MANAGED_LABEL, WORKLOAD_ANNOTATION
 from scheduler.engine import EngineConfig
 from scheduler.engine.config import RequeuingStrategy, WaitForPodsReady
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 
 
 def pod(name: str, workload: str, *, ready: bool, node: str = "n1") -> dict[str, Any]:

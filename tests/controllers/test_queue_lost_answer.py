@@ -21,7 +21,6 @@ from queue_support import (
     cluster_queue_doc,
     condition,
     controller,
-    eventually,
     is_admitted,
     kube,
     local_queue_doc,
@@ -29,6 +28,8 @@ from queue_support import (
     seed_basics,
     stall_workload_watches,
 )
+
+from tests.eventually import eventually
 
 QUOTA = 2
 

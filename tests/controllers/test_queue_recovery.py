@@ -16,7 +16,6 @@ from queue_support import (
     Reader,
     condition,
     controller,
-    eventually,
     is_admitted,
     kube,
     seed_queues,
@@ -25,6 +24,7 @@ from queue_support import (
 )
 
 from scheduler.kube import Informer, KubeClient
+from tests.eventually import eventually
 
 
 class QuotaAudit:

@@ -13,7 +13,6 @@ from queue_support import (
     KUEUE,
     NS,
     condition,
-    eventually,
     gpu_node,
     is_admitted,
     kube,
@@ -24,6 +23,7 @@ from queue_support import (
 )
 
 from scheduler.api.topology_assignment import decode_topology_assignment
+from tests.eventually import eventually
 
 
 def _seed_tas_cluster(fake_api: FakeApi) -> None:

@@ -21,7 +21,6 @@ from queue_support import (
     cluster_queue_doc,
     condition,
     controller,
-    eventually,
     is_admitted,
     kube,
     local_queue_doc,
@@ -30,6 +29,8 @@ from queue_support import (
     stall_workload_watches,
     trainjob,
 )
+
+from tests.eventually import eventually
 
 QUOTA = 2
 

@@ -13,7 +13,6 @@ from queue_support import (
     Reader,
     cluster_queue_doc,
     controller,
-    eventually,
     kube,
     local_queue_doc,
     seed_basics,
@@ -22,6 +21,7 @@ from queue_support import (
 )
 
 from sandbox.apiserver.records import StoredEvent
+from tests.eventually import eventually
 
 
 async def cluster_queue(reader: Reader, name: str) -> dict[str, Any]:

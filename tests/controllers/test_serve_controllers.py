@@ -12,7 +12,9 @@ import aiohttp
 import pytest
 from fakeapi.fixtures import FakeApi
 from process_support import trainyard
-from queue_support import Reader, eventually, is_admitted, seed_queues, trainjob
+from queue_support import Reader, is_admitted, seed_queues, trainjob
+
+from tests.eventually import eventually
 
 
 def _free_port() -> int:

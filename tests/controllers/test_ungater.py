@@ -7,10 +7,11 @@ import asyncio
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from launcher_support import NS, admitted_status, eventually, launcher
+from launcher_support import NS, admitted_status, launcher
 
 from scheduler.api.topology_assignment import HOSTNAME_LABEL
 from scheduler.controllers.constants import MANAGED_LABEL, PODSET_LABEL, TOPOLOGY_SCHEDULING_GATE, WORKLOAD_ANNOTATION
+from tests.eventually import eventually
 
 
 def gated(name: str, completion: int) -> dict[str, Any]:
