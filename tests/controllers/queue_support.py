@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import kubernetes
 import yaml
+from builders import node
+from builders import trainjob as build_trainjob
 from fakeapi.fixtures import FakeApi
 
 from sandbox.apiserver.records import StoredEvent
@@ -27,20 +29,6 @@ FAST_INFORMERS = InformerSettings(watch_timeout_seconds=30, inactivity_timeout=3
 FAST_LEASE = LeaseSettings(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
 NS = "team-a"
 KUEUE = "kueue.x-k8s.io/v1beta2"
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 8.0, what: str = "condition") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def runtime_doc() -> dict[str, Any]:
@@ -124,35 +112,18 @@ def tas_cluster_queue_doc(name: str, *, preemption: str = "Never") -> dict[str, 
 
 def gpu_node(name: str, block: str = "block-0") -> dict[str, Any]:
     """A Ready 8-GPU host of the TAS flavor."""
-    resources = {"cpu": "32", "memory": "256Gi", GPU: "8", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, BLOCK: block, "pool": "gpu"}},
-        "status": {
-            "allocatable": dict(resources),
-            "capacity": dict(resources),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    labels = {BLOCK: block, "pool": "gpu"}
+    return node(name, hostname=True, labels=labels, cpu="32", memory="256Gi", nvidia_com_gpu="8", pods="110")
 
 
 def trainjob(
     name: str, *, nodes: int = 1, cpu: int = 1, priority: str | None = None, suspend: bool = True
 ) -> dict[str, Any]:
-    labels = {"kueue.x-k8s.io/queue-name": "lq"}
-    if priority is not None:
-        labels["kueue.x-k8s.io/priority-class"] = priority
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": NS, "labels": labels},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": {"cpu": str(cpu)}}},
-            "suspend": suspend,
-        },
-    }
+    """A TrainJob in the LocalQueue ``lq`` asking ``cpu`` a node."""
+    requests = {"cpu": str(cpu)}
+    return build_trainjob(
+        name, NS, nodes=nodes, requests=requests, queue="lq", priority_class=priority, suspend=suspend
+    )
 
 
 def queued(name: str, queue: str, cpu: int, priority: str) -> dict[str, Any]:

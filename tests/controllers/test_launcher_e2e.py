@@ -11,14 +11,15 @@ from typing import Any
 
 import pytest
 from fakeapi.fixtures import FakeApi
-from launcher_support import NS, TOLERATION, admit, condition, eventually, launcher, seed_cluster
-from test_launcher_trainer import trainer_renders
+from kubeflow_trainer_standin import trainer_renders
+from launcher_support import NS, TOLERATION, admit, condition, launcher, seed_cluster
 
 from sandbox.standins import Standins
 from scheduler.api.topology_assignment import HOSTNAME_LABEL
 from scheduler.controllers.launcher.reconciler import LauncherMode
 from scheduler.controllers.launcher.trainjob_status import status_differs, trainjob_status
 from scheduler.kube import KubeApiError, KubeClient
+from tests.eventually import eventually
 
 
 def node(name: str) -> dict[str, Any]:

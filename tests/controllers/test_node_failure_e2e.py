@@ -11,29 +11,15 @@ admitted again elsewhere.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from sandbox.embedded import LocalCluster
 from scheduler.api.topology_assignment import decode_topology_assignment
 from scheduler.kube import KubeClient
+from tests.eventually import eventually
 from trainyard.cli.cluster_demo.seed import TourJob, cluster_objects, trainjob
 
-T = TypeVar("T")
 TEAM = "team-a"
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], *, what: str, timeout: float = 30.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = await check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def workload_of(client: KubeClient, trainjob_name: str) -> dict[str, Any] | None:
