@@ -100,7 +100,7 @@ async def _serve(args: argparse.Namespace) -> int:
     data.local = local_store(args.local_store)
     data.simulations = list(args.sim)
     stop = asyncio.Event()
-    from trainyard.cli.serve_cluster import stop_on_signals
+    from trainyard.cli.serve.cluster_connections import stop_on_signals
 
     server = None
     try:

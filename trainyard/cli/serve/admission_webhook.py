@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainyard.cli.errors import UserError
-from trainyard.cli.serve_cluster import ClusterFeed, Controllers, stop_on_signals
+from trainyard.cli.serve.cluster_connections import ClusterFeed, Controllers, stop_on_signals
 
 if TYPE_CHECKING:
     import ssl

@@ -14,7 +14,8 @@ kind has been listed. With the controllers, the same port serves Kueue's visibil
 aggregator (``--requestheader-client-ca-file``) and for bearer tokens.
 
 This module holds the command line; ``admission_webhook`` runs the webhook (and the controllers
-beside it), ``controllers_alone`` the controllers alone, ``serve_cluster`` their cluster connections.
+beside it), ``controllers_alone`` the controllers alone, ``cluster_connections`` their
+connections to a cluster.
 """
 
 from __future__ import annotations

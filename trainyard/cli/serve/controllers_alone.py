@@ -7,7 +7,7 @@ import asyncio
 import sys
 
 from trainyard.cli.errors import UserError
-from trainyard.cli.serve_cluster import Controllers, stop_on_signals
+from trainyard.cli.serve.cluster_connections import Controllers, stop_on_signals
 
 
 async def serve_controller_alone(args: argparse.Namespace) -> int:
