@@ -8,9 +8,7 @@ request names one of them.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,11 +86,3 @@ def served_requests(server: FakeApiServer) -> list[Request]:
         namespace = SERVICE_NAMESPACE if target.rtype.plural == "leases" else target.namespace
         requests.append(Request(logged.verb, target.rtype.group, resource, namespace, target.name))
     return requests
-
-
-async def until(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)

@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from rbac_support import JOBSET_COMPLETED, allowed, granted_rules, served_requests, until
+from rbac_support import JOBSET_COMPLETED, allowed, granted_rules, served_requests
 
 from sandbox.embedded import LocalCluster
 from scheduler.controllers.constants import RUNTIME_PATCH_MANAGER
 from scheduler.controllers.launcher.reconciler import LauncherMode
+from tests.eventually import eventually
 from trainyard.benchmarks.controller import queue_objects, trainjob
 
 
@@ -40,7 +41,7 @@ async def test_every_request_the_controllers_make_is_granted(launcher_mode: Laun
                 and any(p.get("manager") == RUNTIME_PATCH_MANAGER for p in j["spec"].get("runtimePatches") or ())
             }
 
-        await until(lambda: len(launched()) == 1, "one TrainJob launched (the quota holds one job)")
+        await eventually(lambda: len(launched()) == 1, "one TrainJob launched (the quota holds one job)")
         await asyncio.sleep(0.2)
         (first,) = launched()
         # The JobSet (or Trainer) controller's part, written straight into the store so that no
@@ -54,7 +55,9 @@ async def test_every_request_the_controllers_make_is_granted(launcher_mode: Laun
             done = server.store.get(trainjob_type, namespace, first)
             done["status"] = {"conditions": [dict(JOBSET_COMPLETED, type="Complete")]}
             server.store.update(trainjob_type, namespace, first, done, status=True)
-        await until(lambda: launched() == {"first", "second"}, "the other TrainJob launched once the first finished")
+        await eventually(
+            lambda: launched() == {"first", "second"}, "the other TrainJob launched once the first finished"
+        )
         await asyncio.sleep(0.3)  # status mirroring and Events settle
         await replica.stop()
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from rbac_support import JOBSET_COMPLETED, Request, Rule, granted_rules, grants, served_requests, until
+from rbac_support import JOBSET_COMPLETED, Request, Rule, granted_rules, grants, served_requests
 
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
 from sandbox.apiserver import FakeApiServer
 from sandbox.embedded import LocalCluster
 from scheduler.controllers.ungater import REPLICATED_JOB_REPLICAS_LABEL, is_gated
+from tests.eventually import eventually
 from trainyard.benchmarks.controller import queue_objects
 from trainyard.benchmarks.controller import trainjob as plain_trainjob
 from trainyard.cli.cluster_demo.seed import TourJob, cluster_objects
@@ -85,8 +86,8 @@ async def _tas_preemption_run() -> FakeApiServer:
         replica = await cluster.start_controllers(leader_elect=True, identity="replica-0")
         # one Workload status write meets a conflict: the queue controller reads the Workload back
         server.faults.fail("patch", "/workloads/", code=409, times=1)
-        await until(lambda: "low" in _names(server, JOBSET, "JobSet", "team-a"), "the low gang launched")
-        await until(lambda: "other" in _names(server, JOBSET, "JobSet", "team-b"), "the other gang launched")
+        await eventually(lambda: "low" in _names(server, JOBSET, "JobSet", "team-a"), "the low gang launched")
+        await eventually(lambda: "other" in _names(server, JOBSET, "JobSet", "team-b"), "the other gang launched")
         pods = [
             pod
             for team in ("team-a", "team-b")
@@ -100,9 +101,9 @@ async def _tas_preemption_run() -> FakeApiServer:
         def ungated() -> bool:
             return not any(is_gated(pod) for team in ("team-a", "team-b") for pod in server.store.items(pod_type, team))
 
-        await until(ungated, "every gang's pods pinned and ungated")
+        await eventually(ungated, "every gang's pods pinned and ungated")
         server.seed(tas_trainjob(TourJob("high", "team-a", nodes=2, priority="high", run_seconds=60)))
-        await until(
+        await eventually(
             lambda: _names(server, JOBSET, "JobSet", "team-a") == {"high"}, "the high gang launched in low's place"
         )
         jobset_type = server.type_of(JOBSET, "JobSet")
@@ -115,11 +116,13 @@ async def _tas_preemption_run() -> FakeApiServer:
             conditions = (server.store.get(trainjob_type, "team-a", "high").get("status") or {}).get("conditions")
             return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions or ())
 
-        await until(high_complete, "the high TrainJob's status mirrored from its JobSet")
-        await until(
+        await eventually(high_complete, "the high TrainJob's status mirrored from its JobSet")
+        await eventually(
             lambda: _status_written(server, "ClusterQueue"), "the queue-status controller's ClusterQueue status"
         )
-        await until(lambda: _status_written(server, "LocalQueue"), "the queue-status controller's LocalQueue status")
+        await eventually(
+            lambda: _status_written(server, "LocalQueue"), "the queue-status controller's LocalQueue status"
+        )
         await replica.stop()
     return server
 
@@ -131,7 +134,7 @@ async def _mpi_run() -> FakeApiServer:
     async with LocalCluster(objects) as cluster:
         server = cluster.server
         replica = await cluster.start_controllers()
-        await until(lambda: "ds" in _names(server, JOBSET, "JobSet", "mpi"), "the MPI job launched")
+        await eventually(lambda: "ds" in _names(server, JOBSET, "JobSet", "mpi"), "the MPI job launched")
         await replica.stop()
     return server
 

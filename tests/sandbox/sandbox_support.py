@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from builders import node as build_node
 from fakeapi.fixtures import FakeApi
 
 from scheduler.kube import KubeClient
@@ -74,21 +74,6 @@ async def kube(fake_api: FakeApi) -> AsyncIterator[KubeClient]:
         await api_client.close()
 
 
-async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, what: str = "condition") -> Any:
-    """Poll ``check`` (sync or async) until it returns something truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    last: Any = None
-    while loop.time() < deadline:
-        last = check()
-        if asyncio.iscoroutine(last):
-            last = await last
-        if last:
-            return last
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
-
 def owner_ref(owner: dict[str, Any], *, controller: bool = True) -> dict[str, Any]:
     return {
         "apiVersion": owner["apiVersion"],
@@ -137,82 +122,10 @@ def job(name: str, namespace: str = "default", *, owners: list[dict[str, Any]] |
     }
 
 
-def jobset(name: str, namespace: str = "default") -> dict[str, Any]:
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"replicatedJobs": []},
-    }
-
-
-def node(
-    name: str,
-    *,
-    cpu: str = "8",
-    pods: str = "110",
-    labels: dict[str, str] | None = None,
-    taints: list[dict[str, str]] | None = None,
-    ready: bool = True,
-    unschedulable: bool = False,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if taints:
-        spec["taints"] = taints
-    if unschedulable:
-        spec["unschedulable"] = True
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": spec,
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": "32Gi", "pods": pods},
-            "capacity": {"cpu": cpu, "memory": "32Gi", "pods": pods},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
-
-
-def replicated_job(
-    name: str,
-    *,
-    replicas: int = 1,
-    parallelism: int = 1,
-    cpu: str = "1",
-    annotations: dict[str, str] | None = None,
-    backoff_limit: int = 0,
-    **pod_spec: Any,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "containers": [{"name": "node", "image": "trainer", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    spec.update(pod_spec)
-    return {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "parallelism": parallelism,
-                "completions": parallelism,
-                "backoffLimit": backoff_limit,
-                "completionMode": "Indexed",
-                "template": {"metadata": {"annotations": annotations or {}}, "spec": spec},
-            }
-        },
-    }
-
-
-def training_jobset(name: str, *replicated: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"replicatedJobs": list(replicated)}
-    body.update(spec)
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": body,
-    }
+def node(name: str, *, cpu: str = "8", pods: str = "110", **fields: Any) -> dict[str, Any]:
+    """A Ready node as a kubelet registers it (its hostname label, 32Gi of memory); ``fields`` as for
+    ``tests.builders.node`` (labels, taints, ready, unschedulable)."""
+    return build_node(name, hostname=True, cpu=cpu, memory="32Gi", pods=pods, **fields)
 
 
 def condition_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 import yaml
-from sandbox_support import eventually
 
 from sandbox.embedded import Sandbox
+from tests.eventually import eventually
 
 KUBECTL = shutil.which("kubectl", path="/usr/bin") or shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
