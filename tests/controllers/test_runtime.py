@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 from scheduler.controllers.runtime import Controller, ReconcileResult
 from scheduler.controllers.workqueue import WorkQueue
+from tests.eventually import eventually
 
 
 class Recorder:
@@ -53,14 +54,6 @@ async def running(controller: Controller) -> AsyncIterator[None]:
             await task
 
 
-async def settle(check: object, timeout: float = 2.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():  # type: ignore[operator]
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.005)
-
-
 async def test_a_failing_reconcile_is_retried_with_backoff_then_forgotten() -> None:
     recorder = Recorder(fail_times=3)
     controller = Controller(recorder, workers=2, queue=WorkQueue(base_delay=0.01, max_delay=0.1))
@@ -68,7 +61,7 @@ async def test_a_failing_reconcile_is_retried_with_backoff_then_forgotten() -> N
     async with running(controller):
         start = loop.time()
         controller.queue.add("ns/a")
-        await settle(lambda: recorder.calls["ns/a"] == 4)
+        await eventually(lambda: recorder.calls["ns/a"] == 4, interval=0.005)
         elapsed = loop.time() - start
     assert elapsed >= 0.01 + 0.02 + 0.04 - 0.005  # three backoffs, doubling
     assert controller.errors == 3
@@ -84,7 +77,7 @@ async def test_one_key_is_never_reconciled_by_two_workers_at_once() -> None:
             for key in ("a", "b", "c"):
                 controller.queue.add(key)
             await asyncio.sleep(0.007)
-        await settle(lambda: not recorder.active and len(controller.queue) == 0)
+        await eventually(lambda: not recorder.active and len(controller.queue) == 0, interval=0.005)
         await asyncio.sleep(0.05)
     assert recorder.overlaps == 0
     assert recorder.max_concurrent >= 2  # different keys do run side by side
@@ -98,7 +91,7 @@ async def test_requeue_after_reconciles_again_later() -> None:
     async with running(controller):
         start = loop.time()
         controller.queue.add("a")
-        await settle(lambda: recorder.calls["a"] == 2)
+        await eventually(lambda: recorder.calls["a"] == 2, interval=0.005)
         assert loop.time() - start >= 0.045
         await asyncio.sleep(0.1)
     assert recorder.calls["a"] == 2  # the second result asked for nothing more
@@ -109,7 +102,7 @@ async def test_cancelling_the_controller_stops_a_reconcile_midway() -> None:
     controller = Controller(recorder, workers=1)
     async with running(controller):
         controller.queue.add("a")
-        await settle(lambda: "a" in recorder.active)
+        await eventually(lambda: "a" in recorder.active, interval=0.005)
     assert not recorder.active  # cancelled inside the reconcile
     controller.queue.add("a")  # the key is no longer held as processing
     assert len(controller.queue) == 1
