@@ -34,6 +34,7 @@ from runtimes.k8s.meta import Resource
 from scheduler.api.kueue import KUEUE_KINDS, Workload
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import condition_true
+from scheduler.controllers.views import WorkloadView
 from scheduler.engine import AdmissionEngine, EngineConfig, WorkloadState
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,8 @@ EXPECTATION_TTL = 30.0  # seconds an unseen revision of our own write is waited 
 
 
 def workload_key(document: dict[str, Any]) -> str:
-    metadata = document.get("metadata") or {}
-    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
+    """The engine's key of a Workload document (``WorkloadView.key``)."""
+    return WorkloadView(document).key
 
 
 _BOOKKEEPING = frozenset({"resourceVersion", "managedFields", "generation"})

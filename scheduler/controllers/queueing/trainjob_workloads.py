@@ -32,11 +32,11 @@ from runtimes.api.trainer import (
 from runtimes.errors import RenderError
 from scheduler.api.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, Workload
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.conditions import condition_true, conditions_of, find_condition, set_condition
+from scheduler.controllers.conditions import conditions_of, set_condition
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
-from scheduler.controllers.launcher.trainjob_status import is_finished
 from scheduler.controllers.manager import object_key
 from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.views import TrainJobView, WorkloadView
 from scheduler.controllers.workload_status import finished_patch
 from scheduler.kube import KubeClient, create_unless_exists, patch_status
 from scheduler.trainjob import TRAINJOB_KIND, workload_for_trainjob, workload_name_for_owner
@@ -46,13 +46,13 @@ log = logging.getLogger(__name__)
 WORKLOAD_CREATED = "WorkloadCreated"
 
 
-def _runtime_of(trainjob: dict[str, Any]) -> tuple[str, str]:
-    ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+def _runtime_of(trainjob: TrainJobView) -> tuple[str, str]:
+    ref = trainjob.spec.get("runtimeRef") or {}
     return str(ref.get("kind") or CLUSTER_TRAINING_RUNTIME_KIND), str(ref.get("name") or "")
 
 
-def _queued(trainjob: dict[str, Any]) -> bool:
-    return bool(((trainjob.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL))
+def _queued(trainjob: TrainJobView) -> bool:
+    return bool(trainjob.labels.get(QUEUE_NAME_LABEL))
 
 
 EXPECTATION_SECONDS = 30.0  # past this, a Workload the cache never showed is created again (or met 409)
@@ -105,30 +105,31 @@ class TrainJobWorkloads:
         metadata = document.get("metadata") or {}
         kind, name, namespace = document.get("kind"), metadata.get("name"), metadata.get("namespace")
         keys = []
-        for trainjob in self.cache.list("TrainJob", namespace if kind == TRAINING_RUNTIME_KIND else None):
+        for cached in self.cache.list("TrainJob", namespace if kind == TRAINING_RUNTIME_KIND else None):
+            trainjob = TrainJobView(cached)
             if _queued(trainjob) and _runtime_of(trainjob) == (kind, name):
-                keys.append(object_key(trainjob))
+                keys.append(trainjob.key)
         return keys
 
     def _users_of_priority_class(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
         """Queued TrainJobs that name this WorkloadPriorityClass: one that waited for it may queue now."""
         document = new if new is not None else old
         name = ((document or {}).get("metadata") or {}).get("name")
+        trainjobs = (TrainJobView(cached) for cached in self.cache.list("TrainJob"))
         return [
-            object_key(trainjob)
-            for trainjob in self.cache.list("TrainJob")
-            if _queued(trainjob)
-            and ((trainjob.get("metadata") or {}).get("labels") or {}).get(PRIORITY_CLASS_LABEL) == name
+            trainjob.key
+            for trainjob in trainjobs
+            if _queued(trainjob) and trainjob.labels.get(PRIORITY_CLASS_LABEL) == name
         ]
 
     def settled(self, key: str) -> bool:
         """A finished TrainJob whose Workload already says Finished: nothing left to write."""
         namespace, _, name = key.partition("/")
         document = self.cache.get("TrainJob", name, namespace)
-        if document is None or not is_finished(document.get("status")):
+        if document is None or not (trainjob := TrainJobView(document)).finished:
             return False
-        workload = self.cache.get("Workload", self._workload_name(document), namespace)
-        return workload is not None and condition_true(workload, "Finished")
+        workload = self.cache.get("Workload", self._workload_name(trainjob), namespace)
+        return workload is not None and WorkloadView(workload).finished
 
     def _expect(self, workload_key: str) -> None:
         now = time.monotonic()
@@ -137,20 +138,19 @@ class TrainJobWorkloads:
         self._expected[workload_key] = now
 
     @staticmethod
-    def _workload_name(document: dict[str, Any]) -> str:
-        metadata = document.get("metadata") or {}
+    def _workload_name(trainjob: TrainJobView) -> str:
         return workload_name_for_owner(
-            str(metadata.get("name")), str(metadata.get("uid") or ""), TRAINJOB_KIND, TRAINER_GROUP
+            str(trainjob.metadata.get("name")), trainjob.uid or "", TRAINJOB_KIND, TRAINER_GROUP
         )
 
     async def reconcile(self, key: str) -> ReconcileResult:
         namespace, _, name = key.partition("/")
         document = self.cache.get("TrainJob", name, namespace)
-        if document is None or not _queued(document):
+        if document is None or not _queued(view := TrainJobView(document)):
             return ReconcileResult()
         # The Workload's name needs only the TrainJob's name and uid: a TrainJob that has its
         # Workload (every one, after the first reconcile) is not parsed again.
-        workload_name = self._workload_name(document)
+        workload_name = self._workload_name(view)
         workload_key = f"{namespace}/{workload_name}"
         existing = self.cache.get("Workload", workload_name, namespace)
         created_at = self._expected.get(workload_key)
@@ -158,50 +158,50 @@ class TrainJobWorkloads:
             return ReconcileResult(requeue_after=1.0)  # created a moment ago: the cache is behind
         self._expected.pop(workload_key, None)
         if existing is not None:
-            await self._clear_failure(document)  # a refused clearing write is retried from here
-            await self._sync_finished(document, existing)
+            await self._clear_failure(view)  # a refused clearing write is retried from here
+            await self._sync_finished(view, WorkloadView(existing))
             return ReconcileResult()
         try:
             trainjob = TrainJob.model_validate(document)
         except ValidationError as error:
-            await self._cannot_queue(document, "InvalidTrainJob", f"the TrainJob cannot be read: {error}")
+            await self._cannot_queue(view, "InvalidTrainJob", f"the TrainJob cannot be read: {error}")
             return ReconcileResult()
-        if is_finished(document.get("status")):
+        if view.finished:
             return ReconcileResult()  # finished before it was ever queued here: nothing to admit
-        kind, runtime_name = _runtime_of(document)
+        kind, runtime_name = _runtime_of(view)
         runtime = self.cache.get(kind, runtime_name, namespace if kind == TRAINING_RUNTIME_KIND else None)
         if runtime is None:
             where = f" in namespace {namespace}" if kind == TRAINING_RUNTIME_KIND else ""
             await self._cannot_queue(
-                document,
+                view,
                 "RuntimeNotFound",
                 f"{kind} {runtime_name!r}{where} does not exist; create it or fix spec.runtimeRef",
             )
             return ReconcileResult()
-        await self._suspend(document)
+        await self._suspend(view)
         try:
             runtime_model = (
                 TrainingRuntime if kind == TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
             ).model_validate(runtime)
             workload = workload_for_trainjob(trainjob, runtime_model)
         except (RenderError, ValueError) as error:
-            await self._cannot_queue(document, "RenderFailed", f"the TrainJob cannot be rendered: {error}")
+            await self._cannot_queue(view, "RenderFailed", f"the TrainJob cannot be rendered: {error}")
             return ReconcileResult()
-        if not await self._set_priority(document, workload):
+        if not await self._set_priority(view, workload):
             return ReconcileResult()
         # one attempt: a transient failure backs the key off in the work queue
         if not await create_unless_exists(self.client, workload.to_dict(), attempts=1):
             return ReconcileResult()  # it exists: the cache is behind
         self._expect(workload_key)
         self.created += 1
-        await self._clear_failure(document)
+        await self._clear_failure(view)
         if self.events is not None:
             await self.events.record(
                 document, NORMAL, "CreatedWorkload", f"Created Workload: {namespace}/{workload.metadata.name}"
             )
         return ReconcileResult()
 
-    async def _set_priority(self, document: dict[str, Any], workload: Workload) -> bool:
+    async def _set_priority(self, trainjob: TrainJobView, workload: Workload) -> bool:
         """``spec.priority`` from the WorkloadPriorityClass the TrainJob names, or 0 without one, as
         Kueue's job reconciler sets it (its CRD refuses a priorityClassRef without a priority). A
         class that does not exist leaves the job unqueued until it does, as in Kueue."""
@@ -212,7 +212,7 @@ class TrainJobWorkloads:
         found = self.cache.get("WorkloadPriorityClass", reference.name)
         if found is None:
             await self._cannot_queue(
-                document,
+                trainjob,
                 "WorkloadPriorityClassNotFound",
                 f"WorkloadPriorityClass {reference.name!r} does not exist; create it or fix the "
                 f"{PRIORITY_CLASS_LABEL} label",
@@ -221,11 +221,11 @@ class TrainJobWorkloads:
         workload.spec.priority = int(found.get("value") or 0)
         return True
 
-    async def _suspend(self, document: dict[str, Any]) -> None:
+    async def _suspend(self, trainjob: TrainJobView) -> None:
         """Kueue's webhook creates queued jobs suspended; one that got past it is suspended now."""
-        if (document.get("spec") or {}).get("suspend"):
+        if trainjob.suspended:
             return
-        metadata = document["metadata"]
+        metadata = trainjob.metadata
         await self.client.patch(
             "TrainJob",
             str(metadata["name"]),
@@ -233,16 +233,16 @@ class TrainJobWorkloads:
             metadata.get("namespace"),
         )
 
-    async def _sync_finished(self, trainjob: dict[str, Any], workload: dict[str, Any]) -> None:
+    async def _sync_finished(self, trainjob: TrainJobView, workload: WorkloadView) -> None:
         for kind, succeeded in (("Complete", True), ("Failed", False)):
-            condition = find_condition((trainjob.get("status") or {}).get("conditions"), kind)
+            condition = trainjob.condition(kind)
             if condition is None or condition.get("status") != "True":
                 continue
             message = str(condition.get("message") or f"TrainJob {kind.lower()}")
-            patch = finished_patch(workload, succeeded, message, self.clock())
+            patch = finished_patch(workload.document, succeeded, message, self.clock())
             if patch is None:
                 return
-            metadata = workload["metadata"]
+            metadata = workload.metadata
             await patch_status(
                 self.client,
                 "Workload",
@@ -253,31 +253,31 @@ class TrainJobWorkloads:
             )
             return
 
-    async def _cannot_queue(self, trainjob: dict[str, Any], reason: str, message: str) -> None:
-        conditions = conditions_of(trainjob)
-        generation = (trainjob.get("metadata") or {}).get("generation")
+    async def _cannot_queue(self, trainjob: TrainJobView, reason: str, message: str) -> None:
+        conditions = conditions_of(trainjob.document)
+        generation = trainjob.metadata.get("generation")
         changed = set_condition(
             conditions, WORKLOAD_CREATED, False, reason, message,
             generation=generation if isinstance(generation, int) else None, now=self.clock(),
         )  # fmt: skip
         if not changed:
             return  # said already: no Event or write storm on every resync
-        log.info("TrainJob %s not queued: %s", object_key(trainjob), message)
+        log.info("TrainJob %s not queued: %s", trainjob.key, message)
         if self.events is not None:
-            await self.events.record(trainjob, WARNING, reason, message)
+            await self.events.record(trainjob.document, WARNING, reason, message)
         await self._write_conditions(trainjob, conditions)
 
-    async def _clear_failure(self, trainjob: dict[str, Any]) -> None:
-        if find_condition((trainjob.get("status") or {}).get("conditions"), WORKLOAD_CREATED) is None:
+    async def _clear_failure(self, trainjob: TrainJobView) -> None:
+        if trainjob.condition(WORKLOAD_CREATED) is None:
             return
-        conditions = [c for c in conditions_of(trainjob) if c.get("type") != WORKLOAD_CREATED]
+        conditions = [c for c in conditions_of(trainjob.document) if c.get("type") != WORKLOAD_CREATED]
         await self._write_conditions(trainjob, conditions)
 
-    async def _write_conditions(self, trainjob: dict[str, Any], conditions: list[dict[str, Any]]) -> None:
+    async def _write_conditions(self, trainjob: TrainJobView, conditions: list[dict[str, Any]]) -> None:
         """Write the TrainJob's conditions at the revision read (the list replaces the server's, so
         a stale read must not win); a 409 propagates, so the key is retried from a fresh read (a
         conflict need not come with a newer object to wake this reconciler)."""
-        metadata = trainjob["metadata"]
+        metadata = trainjob.metadata
         await patch_status(
             self.client,
             "TrainJob",
