@@ -14,12 +14,14 @@ from scheduler.controllers.launcher.trainjob_status import (
     trainjob_status,
 )
 from scheduler.controllers.views import JobSetStatusView
+from tests.builders import trainjob
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z"
 
 
-def trainjob(suspend: bool, conditions: list[dict[str, Any]] | None = None, **status: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {"metadata": {"name": "llm", "namespace": "a"}, "spec": {"suspend": suspend}}
+def trainjob_with(suspend: bool, conditions: list[dict[str, Any]] | None = None, **status: Any) -> dict[str, Any]:
+    """The TrainJob ``llm``, suspended or not, with a status of these fields and ``conditions``."""
+    doc = trainjob("llm", "a", nodes=None, suspend=suspend)
     if conditions is not None or status:
         doc["status"] = {**status, **({"conditions": conditions} if conditions is not None else {})}
     return doc
@@ -43,15 +45,15 @@ def by_type(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
 
 
 def test_a_queued_trainjob_is_suspended_and_has_no_jobs() -> None:
-    status = trainjob_status(trainjob(True), None, now=T0)
+    status = trainjob_status(trainjob_with(True), None, now=T0)
     assert by_type(status) == {"Suspended": ("True", "Suspended", "TrainJob is suspended")}
     assert status["jobsStatus"] == []
 
 
 def test_resumed_with_a_jobset_is_created_and_resumed_and_keeps_the_suspension_time_apart() -> None:
-    queued = trainjob_status(trainjob(True), None, now=T0)
+    queued = trainjob_status(trainjob_with(True), None, now=T0)
     running = trainjob_status(
-        {**trainjob(False), "status": queued},
+        {**trainjob_with(False), "status": queued},
         jobset(jobs=[{"name": "node", "ready": 2, "active": 2}]),
         now=T1,
     )
@@ -67,7 +69,7 @@ def test_resumed_with_a_jobset_is_created_and_resumed_and_keeps_the_suspension_t
 
 
 def test_a_never_suspended_job_gets_no_suspended_condition() -> None:
-    assert "Suspended" not in by_type(trainjob_status(trainjob(False), jobset(), now=T0))
+    assert "Suspended" not in by_type(trainjob_status(trainjob_with(False), jobset(), now=T0))
 
 
 @pytest.mark.parametrize(
@@ -82,14 +84,14 @@ def test_a_never_suspended_job_gets_no_suspended_condition() -> None:
 def test_terminal_jobset_conditions_are_copied_with_reason_and_message(
     jobset_condition: tuple[str, str, str, str], expected: str
 ) -> None:
-    status = trainjob_status(trainjob(False), jobset(jobset_condition), now=T1)
+    status = trainjob_status(trainjob_with(False), jobset(jobset_condition), now=T1)
     assert by_type(status)[expected] == ("True", jobset_condition[2], jobset_condition[3])
     assert is_finished(status)
 
 
 def test_false_or_other_jobset_conditions_are_not_copied() -> None:
     status = trainjob_status(
-        trainjob(False),
+        trainjob_with(False),
         jobset(("Completed", "False", "x", "y"), ("StartupPolicyCompleted", "True", "s", "t")),
         now=T1,
     )
@@ -98,7 +100,7 @@ def test_false_or_other_jobset_conditions_are_not_copied() -> None:
 
 
 def test_a_finished_job_keeps_its_counts_when_the_jobset_is_gone() -> None:
-    finished = trainjob(
+    finished = trainjob_with(
         False,
         [
             {
@@ -117,7 +119,7 @@ def test_a_finished_job_keeps_its_counts_when_the_jobset_is_gone() -> None:
 
 
 def test_other_fields_are_kept_and_unchanged_status_is_not_rewritten() -> None:
-    current = trainjob(True, [], trainerStatus={"progressPercentage": 40})
+    current = trainjob_with(True, [], trainerStatus={"progressPercentage": 40})
     status = trainjob_status(current, None, now=T0)
     assert status["trainerStatus"] == {"progressPercentage": 40}
     assert status_differs(current["status"], status)
