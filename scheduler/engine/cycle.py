@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 # Evicted condition reasons Kueue records when a stopped queue drains its workloads.
 CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
 LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+# Kueue's message for a head skipped in a cycle because an earlier admission took its room
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 
 
 @dataclass(slots=True, init=False)
@@ -47,6 +49,13 @@ def _head_order(entry: _Entry) -> tuple[int, int, float, int]:
     priority, then FIFO (queue order time, then submit order)."""
     workload = entry.workload
     return (entry.assignment.borrow, -workload.priority, workload.queue_order_time, workload.sequence)
+
+
+def _still_fits(assignment: Assignment) -> bool:
+    """Kueue's ``fits`` for an entry nominated earlier in the cycle: its usage within what its
+    ClusterQueue may use now."""
+    node = assignment.cluster_queue.node
+    return all(node.available(fr) >= amount for fr, amount in assignment.usage.items())
 
 
 # What one attempt at a head found: its placements (it fits), or the victims to evict first, or
@@ -177,9 +186,14 @@ class AdmissionCycle:
         cq, workload = entry.cq, entry.workload
         assignment = entry.assignment
         if self._changes != self._round_start:
-            # Something was admitted or evicted since this head was nominated: decide on the
-            # live quota tree, as Kueue re-checks ``fits`` after each admission in a cycle.
-            assignment = self.assign(cq, workload)
+            # Something was admitted or evicted since this head was nominated. Kueue re-checks
+            # that the nominated assignment still fits and otherwise skips the head for this
+            # cycle (it is requeued at once and nominated again next cycle, against fresh quota).
+            if assignment.mode is Mode.FIT and not _still_fits(assignment):
+                self._skip(workload)
+                return
+            if assignment.mode is not Mode.FIT:
+                assignment = self.assign(cq, workload)
         placements, victims, why = self._decide(cq, workload, assignment)
         if placements is not None:
             self._admit(cq, workload, assignment, placements)
@@ -286,6 +300,11 @@ class AdmissionCycle:
                 placement=dict(placements),
             )
         )
+
+    def _skip(self, workload: WorkloadInfo) -> None:
+        """Kueue's ``skipped``: the head stays at the front of its queue, not parked, for the next round."""
+        workload.reason = NO_LONGER_FITS
+        self.result.pending[workload.key] = NO_LONGER_FITS
 
     def _park(self, cq: ClusterQueueInfo, workload: WorkloadInfo, reason: str) -> None:
         workload.reason = reason

@@ -26,6 +26,7 @@ from typing import Any
 
 from scheduler.api.kueue import Workload
 from trainyard.benchmarks.parity_inputs import ParityInput, each_objects_input, scenario_input
+from trainyard.benchmarks.parity_recording import KueueRecording
 from trainyard.benchmarks.parity_sides import Decision, EngineSide, KueueSide, SideRecord, clear_kueue_objects
 
 
@@ -49,6 +50,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--binaries", type=Path, metavar="DIR", help="where the component binaries are")
+    parser.add_argument(
+        "--record", type=Path, metavar="PATH", help="keep Kueue's side of the run in PATH (one input only)"
+    )
+    parser.add_argument(
+        "--replay",
+        type=Path,
+        nargs="+",
+        metavar="PATH",
+        help="no cluster: compare the engine with Kueue's side as --record kept it (the same input); "
+        "given several recordings, also Kueue's runs with each other",
+    )
 
 
 def _due(record: SideRecord, durations: dict[str, int], step: int) -> list[str]:
@@ -72,10 +84,14 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     from sandbox.real.control_plane import RealCluster
 
     inputs = each_objects_input(args) if args.objects else [scenario_input(args)]
+    if args.replay is not None:
+        return replay_recordings(inputs[0], args.replay)
+    if args.record is not None and len(inputs) == 1:
+        await asyncio.to_thread(args.record.parent.mkdir, parents=True, exist_ok=True)
     cluster = RealCluster(ClusterTools.locate(args.binaries), parity_settings(any(p.fair_sharing for p in inputs)))
     await asyncio.to_thread(cluster.start)
     try:
-        runs = await run_inputs(cluster, inputs)
+        runs = await run_inputs(cluster, inputs, args.record)
     finally:
         await asyncio.to_thread(cluster.stop)
     if len(runs) == 1:
@@ -83,7 +99,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {"runs": runs, **_totals(runs)}
 
 
-async def run_inputs(cluster: Any, inputs: list[ParityInput]) -> list[dict[str, Any]]:
+async def run_inputs(cluster: Any, inputs: list[ParityInput], record_to: Path | None = None) -> list[dict[str, Any]]:
     """Each input in turn on one cluster, Kueue's objects cleared between them."""
     from sandbox.real.rest import RestError
     from scheduler.kube import KubeApiError
@@ -93,7 +109,7 @@ async def run_inputs(cluster: Any, inputs: list[ParityInput]) -> list[dict[str, 
         if index:
             await clear_kueue_objects(cluster.kubeconfig("admin"))
         try:
-            runs.append({"input": parity.name, **await run_input(cluster, parity)})
+            runs.append({"input": parity.name, **await run_input(cluster, parity, record_to)})
         except (RestError, KubeApiError) as error:  # one input the cluster refuses: said, the rest still run
             runs.append({"input": parity.name, "workloads": 0, "error": str(error)})
         figures = {k: runs[-1].get(k) for k in ("workloads", "decisions_equal_pct", "order_equal_pct", "error")}
@@ -101,8 +117,9 @@ async def run_inputs(cluster: Any, inputs: list[ParityInput]) -> list[dict[str, 
     return runs
 
 
-async def run_input(cluster: Any, parity: ParityInput) -> dict[str, Any]:
-    """One input on a cluster whose Kueue holds no objects: both sides, step by step, compared."""
+async def run_input(cluster: Any, parity: ParityInput, record_to: Path | None = None) -> dict[str, Any]:
+    """One input on a cluster whose Kueue holds no objects: both sides, step by step, compared;
+    Kueue's side kept in ``record_to`` where given."""
     from scheduler.kube import KubeClient, load_api_client
 
     for name, labels in parity.namespaces.items():
@@ -113,12 +130,11 @@ async def run_input(cluster: Any, parity: ParityInput) -> dict[str, Any]:
     for document in objects:
         if document not in queues:
             await asyncio.to_thread(cluster.admin.apply, document)
-    priorities = {
-        o["metadata"]["name"]: int(o.get("value") or 0) for o in objects if o["kind"] == "WorkloadPriorityClass"
-    }
+    priorities = _priorities(objects)
     api = await load_api_client(cluster.kubeconfig("admin"))
     kueue = KueueSide(KubeClient(api))
     engine = EngineSide(parity.objects, parity.fair_sharing, parity.namespaces)
+    step_clock: list[float] = []
     watching = asyncio.create_task(kueue.watch())
     try:
         # the given admissions are written before their queues exist, so Kueue never sees them
@@ -130,21 +146,84 @@ async def run_input(cluster: Any, parity: ParityInput) -> dict[str, Any]:
         # an input may hold a ClusterQueue inactive by design (a missing flavor): wait for the rest
         active = [o for o in objects if o["kind"] == "ClusterQueue" and engine.active(o["metadata"]["name"])]
         await until_active(kueue.client, active)
-        tail: list[list[dict[str, Any]]] = [[]] * (3 if parity.durations else 1)  # finishes after the last arrival
-        for index, batch in enumerate(parity.steps + tail):
+        for index, batch in enumerate(_steps(parity)):
             documents = _in_queue_order([with_priority(document, priorities) for document in batch])
             await kueue.run_step(index, _due(kueue.record, parity.durations, index), documents)
-            workloads = []
-            for document in documents:
-                key = f"{document['metadata']['namespace']}/{document['metadata']['name']}"
-                document["metadata"]["creationTimestamp"] = kueue.created[key]
-                workloads.append(Workload.model_validate(document))
-            engine.run_step(index, time.time(), _due(engine.record, parity.durations, index), workloads)
+            step_clock.append(time.time())
+            _engine_step(engine, parity, index, step_clock[-1], documents, kueue.created)
     finally:
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
         await api.close()
+    if record_to is not None:
+        KueueRecording(parity.name, len(parity.keys), kueue.created, step_clock, kueue.record).save(record_to)
     return compare(parity.keys, kueue.record, engine.record)
+
+
+def replay_input(parity: ParityInput, recording: KueueRecording) -> dict[str, Any]:
+    """The engine's side of ``parity`` again, compared with Kueue's side as recorded: no cluster."""
+    return compare(parity.keys, recording.record, replay_engine(parity, recording))
+
+
+def replay_engine(parity: ParityInput, recording: KueueRecording) -> SideRecord:
+    """The engine's decisions on ``parity`` with the creation times and step clock of ``recording``."""
+    priorities = _priorities(parity.documents())
+    engine = EngineSide(parity.objects, parity.fair_sharing, parity.namespaces)
+    engine.seed(parity.seeded)
+    for index, batch in enumerate(_steps(parity)):
+        documents = _in_queue_order([with_priority(document, priorities) for document in batch])
+        _engine_step(engine, parity, index, recording.step_clock[index], documents, recording.created)
+    return engine.record
+
+
+def replay_recordings(parity: ParityInput, paths: list[Path]) -> dict[str, Any]:
+    """The engine against each recording of Kueue; with several, Kueue's first run against its
+    others too: how far Kueue agrees with itself on the same input bounds what parity can read."""
+    recordings = []
+    for path in paths:
+        recording = KueueRecording.load(path)
+        recording.check_matches(parity.name, len(parity.keys), path)
+        recordings.append(recording)
+    if len(recordings) == 1:
+        return {"replayed": str(paths[0]), **replay_input(parity, recordings[0])}
+    runs = [{"replayed": str(path), **replay_input(parity, r)} for path, r in zip(paths, recordings, strict=True)]
+    kueue_runs = [
+        {"first": str(paths[0]), "other": str(path), **compare(parity.keys, recordings[0].record, r.record)}
+        for path, r in zip(paths[1:], recordings[1:], strict=True)
+    ]
+    summary = ("workloads", "decisions_equal_pct", "order_equal_pct", "differences_total")
+    return {
+        "workloads": len(parity.keys),
+        "engine_against_kueue": [{k: run[k] for k in ("replayed", *summary)} for run in runs],
+        "kueue_against_itself": [{k: run[k] for k in ("first", "other", *summary)} for run in kueue_runs],
+        "runs": runs,
+    }
+
+
+def _steps(parity: ParityInput) -> list[list[dict[str, Any]]]:
+    tail: list[list[dict[str, Any]]] = [[]] * (3 if parity.durations else 1)  # finishes after the last arrival
+    return parity.steps + tail
+
+
+def _priorities(objects: list[dict[str, Any]]) -> dict[str, int]:
+    return {o["metadata"]["name"]: int(o.get("value") or 0) for o in objects if o["kind"] == "WorkloadPriorityClass"}
+
+
+def _engine_step(
+    engine: EngineSide,
+    parity: ParityInput,
+    index: int,
+    now: float,
+    documents: list[dict[str, Any]],
+    created: dict[str, str],
+) -> None:
+    """The engine's turn at step ``index``: the step's Workloads with the creation times the API server gave."""
+    workloads = []
+    for document in documents:
+        key = f"{document['metadata']['namespace']}/{document['metadata']['name']}"
+        document["metadata"]["creationTimestamp"] = created[key]
+        workloads.append(Workload.model_validate(document))
+    engine.run_step(index, now, _due(engine.record, parity.durations, index), workloads)
 
 
 def _totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -241,4 +320,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit("--step-seconds must be above 0")
     if (args.each or args.fair_sharing) and not args.objects:
         raise SystemExit("--each and --fair-sharing go with --objects (a scenario says its own fair sharing)")
+    if (args.record or args.replay) and args.each:
+        raise SystemExit("--record and --replay keep one input's run: leave out --each")
+    if args.record and args.replay:
+        raise SystemExit("--record runs the cluster, --replay does without it: give one of them")
     return asyncio.run(measure(args))
