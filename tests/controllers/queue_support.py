@@ -13,7 +13,15 @@ from typing import Any
 
 import kubernetes
 import yaml
-from builders import node
+from builders import (
+    ClusterQueueBuilder,
+    LocalQueueBuilder,
+    ResourceFlavorBuilder,
+    TopologyBuilder,
+    namespace,
+    node,
+    priority_class,
+)
 from builders import trainjob as build_trainjob
 from fakeapi.fixtures import FakeApi
 
@@ -50,43 +58,31 @@ def cluster_queue_doc(
     stop: str | None = None,
 ) -> dict[str, Any]:
     """A ClusterQueue with ``cpu`` nominal on the ``default`` flavor."""
-    resources = [{"name": "cpu", "nominalQuota": str(cpu)}]
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "preemption": {"withinClusterQueue": preemption},
-        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": resources}]}],
-    }
+    builder = ClusterQueueBuilder(name).quota("default", "cpu", cpu).spec(preemption={"withinClusterQueue": preemption})
     if cohort is not None:
-        spec["cohortName"] = cohort
+        builder.cohort(cohort)
     if stop is not None:
-        spec["stopPolicy"] = stop
-    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+        builder.stop_policy(stop)
+    return builder.doc()
 
 
 def local_queue_doc(name: str, cluster_queue: str, stop: str = "None") -> dict[str, Any]:
-    return {
-        "apiVersion": KUEUE,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"clusterQueue": cluster_queue, "stopPolicy": stop},
-    }
+    return LocalQueueBuilder(name, NS).cluster_queue(cluster_queue).stop_policy(stop).doc()
 
 
 def seed_basics(fake_api: FakeApi, *, tas: bool = False) -> None:
     """The namespace, two priority classes, and the torch runtime with the ``default`` flavor or,
     with ``tas``, the Topology and the ``tas`` flavor (gangs there are Workloads: no runtime)."""
     seed = fake_api.server.seed
-    seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    seed(namespace(NS))
     if tas:
-        levels = [{"nodeLabel": BLOCK}, {"nodeLabel": HOSTNAME}]
-        seed({"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": "fabric"}, "spec": {"levels": levels}})
-        flavor_spec = {"nodeLabels": {"pool": "gpu"}, "topologyName": "fabric"}
-        seed({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "tas"}, "spec": flavor_spec})
+        seed(TopologyBuilder("fabric", BLOCK, HOSTNAME).doc())
+        seed(ResourceFlavorBuilder("tas").node_labels(pool="gpu").topology("fabric").doc())
     else:
         seed(runtime_doc())
-        seed({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
+        seed(ResourceFlavorBuilder("default").doc())
     for name, value in PRIORITIES:
-        seed({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})
+        seed(priority_class(name, value).to_dict())
 
 
 def seed_queues(fake_api: FakeApi, *, cpu: int = 4, preemption: str = "Never", cluster_queue: str = "cq") -> None:
@@ -97,17 +93,8 @@ def seed_queues(fake_api: FakeApi, *, cpu: int = 4, preemption: str = "Never", c
 
 def tas_cluster_queue_doc(name: str, *, preemption: str = "Never") -> dict[str, Any]:
     """A ClusterQueue of its own (no cohort) with ample quota on the TAS flavor: nodes run out first."""
-    quotas = [{"name": "cpu", "nominalQuota": "128"}, {"name": GPU, "nominalQuota": "64"}]
-    return {
-        "apiVersion": KUEUE,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {
-            "namespaceSelector": {},
-            "preemption": {"withinClusterQueue": preemption},
-            "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": [{"name": "tas", "resources": quotas}]}],
-        },
-    }
+    builder = ClusterQueueBuilder(name).quota("tas", "cpu", 128).quota("tas", GPU, 64)
+    return builder.spec(preemption={"withinClusterQueue": preemption}).doc()
 
 
 def gpu_node(name: str, block: str = "block-0") -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from builders import ClusterQueueBuilder, LocalQueueBuilder, ResourceFlavorBuilder, namespace
 from queue_support import KUEUE, NS
 
 from scheduler.controllers.cache import ClusterCache
@@ -22,28 +23,10 @@ KEY = f"{NS}/job"
 
 def queue_objects() -> list[dict[str, Any]]:
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": KUEUE,
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": NS},
-            "spec": {"clusterQueue": "cq"},
-        },
+        namespace(NS),
+        ResourceFlavorBuilder("default").doc(),
+        ClusterQueueBuilder("cq").quota("default", "cpu", 4).doc(),
+        LocalQueueBuilder("lq", NS).cluster_queue("cq").doc(),
     ]
 
 
