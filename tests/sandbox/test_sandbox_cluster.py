@@ -22,39 +22,17 @@ from sandbox_support import condition_of
 from sandbox.embedded import Sandbox
 from scheduler.kube import KubeApiError
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+from tests.builders import kwok_trainjob
 from tests.eventually import eventually
-
-GPU = "nvidia.com/gpu"
-
-
-def trainjob(name: str, *, nodes: int = 2, gpus: int = 8, run: str = "1s", namespace: str = "team-a") -> dict[str, Any]:
-    per_node = {"cpu": "8", GPU: str(gpus)}
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "default"}},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": nodes, "resourcesPerNode": {"requests": per_node, "limits": {GPU: str(gpus)}}},
-            "podTemplateOverrides": [
-                {
-                    "targetJobs": [{"name": "node"}],
-                    "metadata": {
-                        "annotations": {POD_COMPLETE_DELAY_ANNOTATION: run, POD_COMPLETE_JITTER_ANNOTATION: run}
-                    },
-                }
-            ],
-        },
-    }
 
 
 async def test_a_trainjob_runs_through_webhook_controllers_and_kwok(tmp_path: Path) -> None:
     async with Sandbox(speedup=20.0, kubeconfig_out=tmp_path / "sandbox.kubeconfig") as sb:
         client = sb.client()
-        created = await client.create(trainjob("fits"))
+        created = await client.create(kwok_trainjob("fits"))
         assert created["spec"]["suspend"] is True, "trainyard's mutating webhook suspends queued TrainJobs"
         with pytest.raises(KubeApiError) as refused:
-            await client.create(trainjob("never-fits", nodes=100))
+            await client.create(kwok_trainjob("never-fits", nodes=100))
         assert refused.value.status == 403
         assert 'admission webhook "vtrainjob.trainyard.dev" denied the request' in str(refused.value)
         assert "can never be admitted" in str(refused.value)
@@ -121,7 +99,7 @@ async def test_a_scheduling_gate_holds_pods_until_trainyards_ungater_acts() -> N
     from runtimes.api.kueue_labels import PODSET_REQUIRED_TOPOLOGY
     from sandbox.apiserver.records import StoredEvent
     from scheduler.controllers.constants import TOPOLOGY_SCHEDULING_GATE
-    from simulations.cluster import BLOCK_LABEL
+    from simulations.cluster_spec import BLOCK_LABEL
 
     versions: dict[str, list[dict[str, Any]]] = {}
 
@@ -131,7 +109,7 @@ async def test_a_scheduling_gate_holds_pods_until_trainyards_ungater_acts() -> N
 
     async with Sandbox(speedup=20.0) as sb:
         sb.server.store.observers.append(record)
-        job = trainjob("in-one-block", nodes=3)
+        job = kwok_trainjob("in-one-block", nodes=3)
         job["spec"]["podTemplateOverrides"][0]["metadata"]["annotations"][PODSET_REQUIRED_TOPOLOGY] = BLOCK_LABEL
         await sb.client().create(job)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from simulations.cluster import ClusterSpec, QueueSpec, TeamSpec
+from simulations.cluster_spec import ClusterSpec, QueueSpec, TeamSpec
 from simulations.scenarios import Scenario
 from simulations.workloads import SyntheticWorkload, TeamLoad
 
