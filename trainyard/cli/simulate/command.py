@@ -142,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--gpu-sharing applies to --mode saturation (the openb replay)")
     try:
         if args.mode == "saturation":
-            from trainyard.cli import simulate_saturation
+            from trainyard.cli.simulate import saturation_mode
 
-            return simulate_saturation.run(args)
+            return saturation_mode.run(args)
         if args.compare_policies:
             from trainyard.cli.simulate import policies
 
