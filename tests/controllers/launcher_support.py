@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from builders import ResourceFlavorBuilder, namespace
+from builders import trainjob as build_trainjob
 from fakeapi.fixtures import FakeApi
 
 from runtimes.api.trainer import ClusterTrainingRuntime, TrainJob
@@ -51,28 +53,12 @@ def runtime_doc() -> dict[str, Any]:
 
 def seed_cluster(fake_api: FakeApi, *, nodes: int = 4) -> dict[str, Any]:
     """The runtime, the flavor and a queued, suspended TrainJob of ``nodes`` pods; returns the TrainJob."""
-    fake_api.server.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    fake_api.server.seed(namespace(NS))
     fake_api.server.seed(runtime_doc())
-    fake_api.server.seed(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "rack-flavor"},
-            "spec": {"nodeLabels": {"pool": "a"}, "tolerations": [TOLERATION], "topologyName": "default"},
-        }
-    )
-    return fake_api.server.seed(
-        {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "llm", "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-            "spec": {
-                "runtimeRef": {"name": "torch-distributed"},
-                "trainer": {"numNodes": nodes, "image": "trainer:1"},
-                "suspend": True,
-            },
-        }
-    )
+    flavor = ResourceFlavorBuilder("rack-flavor").node_labels(pool="a").spec(tolerations=[TOLERATION])
+    fake_api.server.seed(flavor.topology("default").doc())
+    job = build_trainjob("llm", NS, nodes=nodes, trainer={"image": "trainer:1"}, queue="lq", suspend=True)
+    return fake_api.server.seed(job)
 
 
 def workload_doc(trainjob: dict[str, Any]) -> dict[str, Any]:
