@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from builders import ResourceFlavorBuilder, WorkloadBuilder, namespace
 from fakeapi.fixtures import FakeApi
 from launcher_support import NS, admitted_status, launcher
 
@@ -37,23 +38,9 @@ def gated(name: str, completion: int) -> dict[str, Any]:
 
 
 async def test_pods_stay_gated_until_their_rank_is_placed(fake_api: FakeApi) -> None:
-    fake_api.server.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    fake_api.server.seed(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "rack-flavor"},
-            "spec": {},
-        }
-    )
-    fake_api.server.seed(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Workload",
-            "metadata": {"name": "trainjob-llm", "namespace": NS},
-            "spec": {"podSets": [{"name": "node", "count": 2, "template": {"spec": {"containers": []}}}]},
-        }
-    )
+    fake_api.server.seed(namespace(NS))
+    fake_api.server.seed(ResourceFlavorBuilder("rack-flavor").doc())
+    fake_api.server.seed(WorkloadBuilder("trainjob-llm", NS).pod_set(count=2, name="node").doc())
     fake_api.server.seed(gated("p0", 0))
     fake_api.server.seed(gated("p1", 1))
     async with launcher(fake_api) as (client, built):
