@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from builders import node
 
 from scheduler.controllers.cache import ClusterCache
 
@@ -21,7 +22,7 @@ def test_get_and_list_by_namespace_and_labels() -> None:
     cache.apply(pod("a", "one", app="x"))
     cache.apply(pod("b", "one", app="y"))
     cache.apply(pod("c", "two", app="x"))
-    cache.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    cache.apply(node("n1", ready=None))
     assert cache.get("Pod", "a", "one") is not None
     assert cache.get("Pod", "a", "two") is None
     assert cache.get("Node", "n1") is not None
@@ -67,7 +68,7 @@ def test_handlers_see_old_and_new_and_a_failing_handler_does_not_stop_the_others
     cache.apply(pod("a", v="2"))
     cache.delete("Pod", "a", "ns")
     cache.delete("Pod", "a", "ns")  # already gone: no call
-    cache.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})  # other kind: no call
+    cache.apply(node("n", ready=None))  # other kind: no call
     assert seen == [(None, "1"), ("1", "2"), ("2", None)]
 
 
