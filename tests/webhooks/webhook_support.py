@@ -201,14 +201,4 @@ def wide_trainjob(name: str, *, overrides: int, env: int, namespace: str = "team
         }
         for i in range(overrides)
     ]
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "default"}},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "suspend": True,
-            "trainer": {"numNodes": 1, "resourcesPerNode": {"requests": {"cpu": "1"}}},
-            "podTemplateOverrides": entries,
-        },
-    }
+    return trainjob(name, namespace, requests={"cpu": "1"}, queue="default", suspend=True, podTemplateOverrides=entries)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.builders import trainjob as build_trainjob
 from trainyard.cli.main import main
 
 HERE = Path(__file__).resolve().parent
@@ -33,14 +34,9 @@ def write_trainjob(
     trainer: dict[str, Any] = {"numNodes": num_nodes, "numProcPerNode": 2, "command": command}
     if env:
         trainer["env"] = [{"name": k, "value": v} for k, v in env.items()]
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "local-test", "namespace": "default"},
-        "spec": {"runtimeRef": {"name": runtime}, "trainer": trainer, **(extra_spec or {})},
-    }
+    document = build_trainjob("local-test", runtime=runtime, nodes=None, trainer=trainer, **(extra_spec or {}))
     path = tmp_path / "trainjob.yaml"
-    path.write_text(yaml.safe_dump(trainjob))
+    path.write_text(yaml.safe_dump(document))
     return path
 
 
@@ -237,14 +233,9 @@ def test_hf_initializer_fails_fast_when_offline(tmp_path: Path, monkeypatch: pyt
 def test_bad_trainjobs_get_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], spec_change: dict[str, Any], expected: str
 ) -> None:
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "bad", "namespace": "default"},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec_change},
-    }
+    document = build_trainjob("bad", nodes=None, **spec_change)
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(trainjob))
+    path.write_text(yaml.safe_dump(document))
     assert main(["run", str(path), "--local", "--workdir", str(tmp_path / "job")]) == 2
     err = capsys.readouterr().err
     assert expected in err
