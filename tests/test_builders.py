@@ -43,6 +43,10 @@ BUILDERS: list[Any] = [
     pytest.param(ResourceFlavorBuilder("a100").node_labels(pool="a100").taint("gpu").topology("dc"), id="flavor"),
     pytest.param(TopologyBuilder("dc", BLOCK, "kubernetes.io/hostname"), id="topology"),
     pytest.param(WorkloadBuilder("train", "team-a").queue("main").pod_set(count=4, cpu="1"), id="workload"),
+    pytest.param(
+        WorkloadBuilder("gang").spec(maximumExecutionTimeSeconds=60).pod_set(count=2, required_topology=BLOCK, cpu="8"),
+        id="workload-tas",
+    ),
     pytest.param(NodeBuilder("n1").labels(**{BLOCK: "b1"}).capacity(cpu="32").ready(), id="node"),
 ]
 

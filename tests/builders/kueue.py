@@ -31,6 +31,7 @@ from .core import resource_name
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 EPOCH = "2026-01-01T00:00:00Z"
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 
 
 def timestamp(seconds: int) -> str:
@@ -215,9 +216,11 @@ class WorkloadBuilder:
         name: str = "main",
         min_count: int | None = None,
         node_selector: dict[str, str] | None = None,
+        required_topology: str | None = None,
         **requests: str,
     ) -> Self:
-        """A pod set; ``requests`` per pod, with ``nvidia_com_gpu`` spelled for ``nvidia.com/gpu``."""
+        """A pod set; ``requests`` per pod, with ``nvidia_com_gpu`` spelled for ``nvidia.com/gpu``;
+        ``required_topology`` is the node label of the level all its pods must share (TAS)."""
         resources = {resource_name(key): value for key, value in requests.items()}
         pod_spec: dict[str, Any] = {
             "containers": [{"name": "c", "image": "busybox", "resources": {"requests": resources}}]
@@ -225,6 +228,8 @@ class WorkloadBuilder:
         if node_selector:
             pod_spec["nodeSelector"] = node_selector
         pod_set: dict[str, Any] = {"name": name, "count": count, "template": {"spec": pod_spec}}
+        if required_topology is not None:
+            pod_set["template"]["metadata"] = {"annotations": {REQUIRED_TOPOLOGY: required_topology}}
         if min_count is not None:
             pod_set["minCount"] = min_count
         self._spec["podSets"].append(pod_set)

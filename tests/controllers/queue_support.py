@@ -18,6 +18,7 @@ from builders import (
     LocalQueueBuilder,
     ResourceFlavorBuilder,
     TopologyBuilder,
+    WorkloadBuilder,
     namespace,
     node,
     priority_class,
@@ -111,6 +112,16 @@ def trainjob(
     return build_trainjob(
         name, NS, nodes=nodes, requests=requests, queue="lq", priority_class=priority, suspend=suspend
     )
+
+
+def whole_host_gang(name: str, *, hosts: int = 2, queue: str = "lq", priority: str | None = None) -> dict[str, Any]:
+    """``hosts`` whole 8-GPU hosts required to share one block, as a Workload (the queue controller
+    needs no TrainJob)."""
+    builder = WorkloadBuilder(name, NS).queue(queue)
+    if priority is not None:
+        builder.priority_class(priority).priority(dict(PRIORITIES)[priority])
+    builder.pod_set(count=hosts, name="node", required_topology=BLOCK, cpu="8", nvidia_com_gpu="8")
+    return builder.doc()
 
 
 def queued(name: str, queue: str, cpu: int, priority: str) -> dict[str, Any]:

@@ -19,11 +19,7 @@ from typing import Any
 
 from fakeapi.fixtures import FakeApi
 from queue_support import (
-    BLOCK,
-    GPU,
-    KUEUE,
     NS,
-    PRIORITIES,
     CommittedUsage,
     Reader,
     cluster_queue_doc,
@@ -35,6 +31,7 @@ from queue_support import (
     queued,
     seed_basics,
     tas_cluster_queue_doc,
+    whole_host_gang,
 )
 
 from sandbox.apiserver.records import StoredEvent
@@ -98,30 +95,6 @@ async def _admitted(reader: Reader, owner: str) -> bool:
 HOSTS = ("gpu-0", "gpu-1")
 
 
-def gang(name: str, queue: str, hosts: int, priority: str) -> dict[str, Any]:
-    """``hosts`` whole 8-GPU hosts, as a Workload (no TrainJob needed for the queue controller)."""
-    return {
-        "apiVersion": KUEUE,
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "queueName": queue,
-            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": priority},
-            "priority": dict(PRIORITIES)[priority],
-            "podSets": [
-                {
-                    "name": "node",
-                    "count": hosts,
-                    "template": {
-                        "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": BLOCK}},
-                        "spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "8", GPU: "8"}}}]},
-                    },
-                }
-            ],
-        },
-    }
-
-
 def seed_tas(fake_api: FakeApi) -> None:
     """Two hosts; cq-a's low gang takes both, cq-b (another quota tree) shares the same nodes."""
     seed_basics(fake_api, tas=True)
@@ -133,9 +106,9 @@ def seed_tas(fake_api: FakeApi) -> None:
     put(local_queue_doc("lq-b", "cq-b", "Hold"))
     for host in HOSTS:
         put(gpu_node(host))
-    put(gang("victim", "lq-a", 2, "low"))
-    put(gang("high", "lq-high", 1, "high"))
-    put(gang("neighbour", "lq-b", 1, "low"))
+    put(whole_host_gang("victim", hosts=2, queue="lq-a", priority="low"))
+    put(whole_host_gang("high", hosts=1, queue="lq-high", priority="high"))
+    put(whole_host_gang("neighbour", hosts=1, queue="lq-b", priority="low"))
 
 
 class PodsPerNode:

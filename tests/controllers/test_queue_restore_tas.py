@@ -8,9 +8,6 @@ from typing import Any
 
 from fakeapi.fixtures import FakeApi
 from queue_support import (
-    BLOCK,
-    GPU,
-    KUEUE,
     NS,
     condition,
     gpu_node,
@@ -20,6 +17,7 @@ from queue_support import (
     seed_basics,
     start_controller,
     tas_cluster_queue_doc,
+    whole_host_gang,
 )
 
 from scheduler.api.topology_assignment import decode_topology_assignment
@@ -36,28 +34,6 @@ def _seed_tas_cluster(fake_api: FakeApi) -> None:
             fake_api.server.seed(gpu_node(f"gpu-b{block}-h{host}", f"block-{block}"))
 
 
-def _gang(name: str) -> dict[str, Any]:
-    """Two whole hosts, required to share one block."""
-    return {
-        "apiVersion": KUEUE,
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "node",
-                    "count": 2,
-                    "template": {
-                        "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": BLOCK}},
-                        "spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "8", GPU: "8"}}}]},
-                    },
-                }
-            ],
-        },
-    }
-
-
 def _placed_nodes(workload: dict[str, Any]) -> list[str]:
     nodes: list[str] = []
     for assignment in workload["status"]["admission"]["podSetAssignments"]:
@@ -67,7 +43,7 @@ def _placed_nodes(workload: dict[str, Any]) -> list[str]:
 
 async def test_a_gang_admitted_before_a_restart_keeps_its_nodes(fake_api: FakeApi) -> None:
     _seed_tas_cluster(fake_api)
-    fake_api.server.seed(_gang("first"))
+    fake_api.server.seed(whole_host_gang("first"))
     async with kube(fake_api) as client:
 
         async def admitted(name: str) -> dict[str, Any] | None:
@@ -93,10 +69,10 @@ async def test_a_gang_admitted_before_a_restart_keeps_its_nodes(fake_api: FakeAp
         process = start_controller(client)
         try:
             await eventually(lambda: process.built.queue.mirror.live, what="the engine rebuilt")
-            await client.create(_gang("second"), namespace=NS)
+            await client.create(whole_host_gang("second"), namespace=NS)
             second = await eventually(lambda: admitted("second"), what="the second gang admitted")
             assert not set(_placed_nodes(second)) & set(held)
-            await client.create(_gang("third"), namespace=NS)
+            await client.create(whole_host_gang("third"), namespace=NS)
             # both blocks are now taken: the third gang waits, it is not put on the first's nodes
             await eventually(lambda: waiting("third"), what="the third gang told no placement is free")
             await asyncio.sleep(0.3)
