@@ -20,6 +20,7 @@ from aiohttp import web
 from fakeapi.fixtures import FakeApi
 
 from scheduler.kube import KubeClient
+from tests.builders import namespace as build_namespace
 from tests.queues.support import FIXTURES
 from trainyard.cli.main import main
 from webhooks.visibility import VISIBILITY_KEY, EngineSource, VisibilityService, add_visibility_routes
@@ -43,7 +44,7 @@ async def _load_cluster(fake_api: FakeApi) -> None:
         kube = KubeClient(api)
         namespaces = {d["metadata"]["namespace"] for d in _documents() if d["metadata"].get("namespace")}
         for namespace in sorted(namespaces - {"default"}):
-            await kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            await kube.create(build_namespace(namespace))
         for document in _documents():
             status = document.pop("status", None)
             created = await kube.create(document)

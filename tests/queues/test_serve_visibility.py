@@ -23,12 +23,12 @@ import aiohttp
 import pytest
 
 from sandbox.apiserver.reviews import Grant, Identity, ReviewingApiServer, Reviews
+from tests.builders import ClusterQueueBuilder, ResourceFlavorBuilder
 from webhooks.tls import Certificate, generate_ca, issue_client_certificate
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "visibility.kueue.x-k8s.io"
 PENDING = f"/apis/{GROUP}/v1beta1/clusterqueues/team-a/pendingworkloads"
-KUEUE = "kueue.x-k8s.io/v1beta2"
 
 
 def _free_port() -> int:
@@ -53,11 +53,8 @@ def _seed(api: ReviewingApiServer, proxy_ca: Certificate) -> None:
             "data": data,
         }
     )
-    api.seed({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    quota = {"name": "cpu", "nominalQuota": "4"}
-    flavors = [{"name": "default", "resources": [quota]}]
-    spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}]}
-    api.seed({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": spec})
+    api.seed(ResourceFlavorBuilder("default").doc())
+    api.seed(ClusterQueueBuilder("team-a").quota("default", "cpu", 4).doc())
 
 
 @contextlib.asynccontextmanager
