@@ -3,8 +3,9 @@
 ``apiserver`` is trainyard's embedded Kubernetes API server: the real protocol on loopback
 (HTTP, or HTTPS with a generated CA; a bearer token), calling admission webhooks as
 kube-apiserver does. ``standins`` holds small stand-ins for the JobSet and Job controllers,
-kube-scheduler (a binder), the kubelet (a pod runner) and KWOK (``kwok_stages``: Node
-heartbeats and Pod phases from KWOK's Stages), each working over HTTP against any API server.
+kube-scheduler (a binder) and the kubelet (a pod runner), each working over HTTP against any
+API server; KWOK's part (Node heartbeats and Pod phases from KWOK's Stages) is
+``simulations.kwok.stage_controller``, beside the rest of the KWOK code.
 ``scenario_objects`` builds what a sandbox is seeded with from the simulations scenario
 catalogue; ``embedded`` puts the embedded cluster together with trainyard's webhook
 (``service_webhook``) and controllers (``trainyard sandbox up``); ``real`` runs the real

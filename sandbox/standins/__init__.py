@@ -3,7 +3,8 @@
 ``JobSetController`` (JobSets → indexed Jobs, JobSet status, success and failure policies,
 suspend), ``JobController`` (Jobs → pods, Job status), ``Binder`` (kube-scheduler's binding:
 gates, node selectors, affinity, taints, capacity) and ``PodRunner`` (a minimal kubelet;
-the sandbox plays KWOK Stages instead: ``sandbox.standins.kwok_stages``). ``Standins`` runs all four on one client.
+the sandbox plays KWOK Stages instead: ``simulations.kwok.stage_controller``). ``Standins`` runs
+all four on one client.
 """
 
 from .binder import Binder

@@ -4,7 +4,7 @@ The simulator uses a Stage exactly as the KWOK controller does (pkg/utils/lifecy
 
 - **selector**: a stage with no selector matches nothing; an empty one matches everything;
   ``matchLabels``/``matchAnnotations`` are equality selectors; ``matchExpressions`` run a jq
-  query (``kwok_query``) with In / NotIn / Exists / DoesNotExist, where a query that errors or
+  query (``query``) with In / NotIn / Exists / DoesNotExist, where a query that errors or
   yields ``null`` fails In/Exists and passes NotIn/DoesNotExist.
 - **weight**: among matching stages one is picked at random in proportion to ``weight`` (or
   ``weightFrom``); a zero total picks uniformly.
@@ -22,8 +22,14 @@ The simulator uses a Stage exactly as the KWOK controller does (pkg/utils/lifecy
 Stages are written in the ``next`` form that KWOK v0.7 reads (v0.8 deprecates it in favour of
 ``steps``, which is refused here with a clear message rather than half-understood).
 
-The package: ``constants``, ``selectors`` (match expressions), ``delays`` (delay/jitter rules),
-``stages`` (Stage objects and their parsing), ``lifecycle`` (stage chains over a pod's life).
+All of trainyard's KWOK code is here. What the simulator plays: ``constants``, ``query`` (the
+jq subset and Go durations), ``selectors`` (match expressions), ``delays`` (delay/jitter rules),
+``stages`` (Stage objects and their parsing), ``lifecycle`` (stage chains over a pod's life);
+this package's names are those. Beside them, imported by name: ``stage_controller`` (KWOK's
+controller over the API: the same Stages moving a cluster's Nodes and Pods, as the sandbox runs
+it), ``export`` (``trainyard kwok export``: a scenario as the objects a real KWOK cluster runs)
+and ``cluster_run`` (``trainyard simulate --backend kwok``: the scenario on such a cluster,
+same metrics).
 """
 
 from __future__ import annotations

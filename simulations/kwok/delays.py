@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from simulations.kwok.constants import SIMULATION_EPOCH
-from simulations.kwok_query import parse_go_duration, run_query
+from simulations.kwok.query import parse_go_duration, run_query
 
 
 def draw_delay_ns(duration: int, jitter: int | None, rng: random.Random) -> int:

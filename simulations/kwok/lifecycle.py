@@ -11,8 +11,8 @@ from typing import Any
 
 from simulations.errors import SimulationInputError
 from simulations.kwok.delays import draw_delay_ns
+from simulations.kwok.query import run_query
 from simulations.kwok.stages import Stage
-from simulations.kwok_query import run_query
 
 
 @dataclass(slots=True, init=False)

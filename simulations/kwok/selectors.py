@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulations.kwok_query import run_query
+from simulations.kwok.query import run_query
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 

@@ -13,8 +13,8 @@ from typing import Any
 from simulations.errors import SimulationInputError
 from simulations.kwok.constants import DEFAULT_STAGES_DIR, STAGE_API_VERSION
 from simulations.kwok.delays import draw_delay_ns, duration_from
+from simulations.kwok.query import QueryError, compile_query, run_query
 from simulations.kwok.selectors import OPERATORS, MatchExpression
-from simulations.kwok_query import QueryError, compile_query, run_query
 from simulations.yamlsource import SourceDocument, load_documents
 
 _TOP_LEVEL_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\s*:\s*(.*)$")

@@ -1,4 +1,4 @@
-"""KWOK Stages move Nodes and Pods over the API (``sandbox.standins.kwok_stages.KwokStages``).
+"""KWOK Stages move Nodes and Pods over the API (``simulations.kwok.stage_controller.KwokStages``).
 
 The Stages are the ones the simulator plays (manifests/kwok/stages), read by
 ``simulations.kwok``; ``speedup`` divides their delays so the test takes a fraction of a second.
@@ -14,7 +14,7 @@ from fakeapi.fixtures import FakeApi
 from sandbox_support import kube, node, pod
 
 from sandbox.apiserver.records import StoredEvent
-from sandbox.standins.kwok_stages import NODE_LEASE_NAMESPACE, KwokStages
+from sandbox.standins import fast_informers
 from simulations.kwok import (
     KWOK_NODE_ANNOTATION,
     POD_COMPLETE_DELAY_ANNOTATION,
@@ -22,6 +22,7 @@ from simulations.kwok import (
     default_stages,
     load_stages,
 )
+from simulations.kwok.stage_controller import NODE_LEASE_NAMESPACE, KwokStages
 from tests.eventually import eventually
 
 SPEEDUP = 50.0
@@ -58,7 +59,10 @@ async def test_stages_move_a_bound_pod_to_running_then_succeeded_after_their_del
     fake_api.server.seed(kwok_node("kwok-1"))
     fake_api.server.seed(node("real-1"))  # not annotated: not KWOK's to run
     fake_api.store.observers.append(record)
-    async with kube(fake_api) as client, KwokStages(client, default_stages(), speedup=SPEEDUP) as kwok:
+    async with (
+        kube(fake_api) as client,
+        KwokStages(client, default_stages(), speedup=SPEEDUP, informer_settings=fast_informers()) as kwok,
+    ):
         await kwok.synced()
         created_at = loop.time()
         await client.create(job_pod("trainer", "kwok-1", run="20s"))
@@ -104,7 +108,10 @@ spec:
     )
     stages = [s for s in default_stages() if s.name != "pod-complete"] + load_stages([failing])
     fake_api.server.seed(kwok_node("kwok-1"))
-    async with kube(fake_api) as client, KwokStages(client, stages, speedup=SPEEDUP) as kwok:
+    async with (
+        kube(fake_api) as client,
+        KwokStages(client, stages, speedup=SPEEDUP, informer_settings=fast_informers()) as kwok,
+    ):
         await kwok.synced()
         created = await client.create(job_pod("doomed", "kwok-1", **{"sandbox.test/fail": "true"}))
 
@@ -127,7 +134,10 @@ spec:
 
 async def test_nodes_initialize_and_heartbeat_through_leases(fake_api: FakeApi) -> None:
     fake_api.server.seed(kwok_node("kwok-1", ready=False))
-    async with kube(fake_api) as client, KwokStages(client, default_stages(), heartbeat_seconds=0.05) as kwok:
+    async with (
+        kube(fake_api) as client,
+        KwokStages(client, default_stages(), heartbeat_seconds=0.05, informer_settings=fast_informers()) as kwok,
+    ):
         await kwok.synced()
 
         async def ready() -> bool:

@@ -22,7 +22,7 @@ from scheduler.kube import Informer, KubeClient
 from simulations.cluster_spec import ClusterSpec, QueueSpec, TeamSpec
 from simulations.events import RandomStreams
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION
-from simulations.kwok_backend import _run
+from simulations.kwok.cluster_run import _run
 from simulations.scenarios import Scenario, build
 from simulations.workloads import SyntheticWorkload
 
@@ -144,7 +144,7 @@ async def test_kwok_backend_submits_trainjobs_and_collects_metrics(fake_api: Fak
 
 
 def test_speedup_divides_submit_times_and_durations() -> None:
-    from simulations.kwok_export import exported_jobs
+    from simulations.kwok.export import exported_jobs
 
     built = build(SCENARIO)
     plain = list(exported_jobs(built, 1))

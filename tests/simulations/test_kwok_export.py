@@ -12,7 +12,7 @@ from scheduler.trainjob import workload_for_trainjob
 from simulations.cluster_spec import ClusterSpec, QueueSpec, TeamSpec
 from simulations.engine_driver import workload_document
 from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
-from simulations.kwok_export import export, simulated_runtime, trainjob_document
+from simulations.kwok.export import export, simulated_runtime, trainjob_document
 from simulations.scenarios import Scenario, build
 from simulations.workloads import JobSpec, SyntheticWorkload
 from trainyard.cli.main import main

@@ -21,7 +21,7 @@ from simulations.kwok import (
     parse_stage,
     simulated_pod,
 )
-from simulations.kwok_query import parse_go_duration, run_query
+from simulations.kwok.query import parse_go_duration, run_query
 from simulations.yamlsource import load_documents
 
 SECOND = 1_000_000_000

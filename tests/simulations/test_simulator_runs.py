@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simulations.errors import SimulationInputError
-from simulations.kwok_backend import WorkloadEventCollector
+from simulations.kwok.cluster_run import WorkloadEventCollector
 from simulations.metrics import MetricsRecorder, percentiles
 from simulations.report import write_json, write_plots
 from simulations.scenarios import (

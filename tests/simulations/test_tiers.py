@@ -22,7 +22,7 @@ from simulations.cluster_spec import (
 )
 from simulations.invariants import GPU, RESOURCES, InvariantChecker, NodeLedger
 from simulations.kwok import _delay_text
-from simulations.kwok_query import _walk, compile_query, run_query
+from simulations.kwok.query import _walk, compile_query, run_query
 from simulations.workloads import JobSpec
 
 SPEC = ClusterSpec(zones=2, spines_per_zone=2, blocks_per_spine=3, nodes_per_block=4, nvlink_nodes=2)

@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from simulations.errors import SimulationInputError
-    from simulations.kwok_export import export
+    from simulations.kwok.export import export
     from simulations.scenarios import build, resolve_scenario, with_trace
 
     if args.speedup <= 0:

@@ -16,13 +16,12 @@ COMPILED: dict[str, tuple[str, ...]] = {
         "arrivals",
         "engine_driver",
         "events",
-        "kwok_query",
         "metrics",
         "observers",
         "simulator",
         "workloads",
     ),
-    "simulations.kwok": ("delays", "lifecycle", "stages"),
+    "simulations.kwok": ("delays", "lifecycle", "query", "stages"),
     # the admission cycle (flavor assignment, the quota walk, preemption search, queues), its
     # records and the facade; restoring from Workload status, views and explanations run interpreted
     "scheduler.engine": (

@@ -181,7 +181,7 @@ def _run_on_kwok(args: argparse.Namespace, scenario: Scenario) -> int:
     from aiohttp import ClientError
 
     from scheduler.kube.errors import KubeApiError, KubeConfigError
-    from simulations.kwok_backend import run_on_kwok
+    from simulations.kwok.cluster_run import run_on_kwok
     from simulations.scenarios import build
 
     try:

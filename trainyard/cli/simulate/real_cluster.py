@@ -2,7 +2,7 @@
 
 A fresh real cluster (``sandbox.real.RealCluster``: etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, KWOK and JobSet as processes) takes the scenario as a KWOK cluster would:
-``simulations.kwok_backend.run_on_kwok`` creates its Namespaces, Stages, fake Nodes, the
+``simulations.kwok.cluster_run.run_on_kwok`` creates its Namespaces, Stages, fake Nodes, the
 simulated-training runtime and the Kueue objects, submits each TrainJob at its time (wall clock,
 ``--speedup`` times faster) and reads the Workloads' conditions into the simulator's metrics;
 trainyard's controllers admit and launch, real KWOK moves the pods by the Stages. The embedded

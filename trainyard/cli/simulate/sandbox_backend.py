@@ -190,7 +190,7 @@ def _text(value: Any) -> str:
 class ControllersThread:
     """trainyard's controller service against a kubeconfig, on its own event loop in a thread.
 
-    ``simulations.kwok_backend.run_on_kwok`` owns the main thread's loop (it submits the
+    ``simulations.kwok.cluster_run.run_on_kwok`` owns the main thread's loop (it submits the
     TrainJobs and reads the Workloads); the controllers run beside it as an installed
     ``trainyard serve controller`` would, with no leader election (do not run this beside an
     installed trainyard controller: both would admit).
@@ -261,7 +261,7 @@ def run_kwok_trainyard(
     built: BuiltScenario, kubeconfig: Path, *, seed: int = 1, timeout: float = 3600.0, speedup: float = 1.0
 ) -> dict[str, Any]:
     """``run_on_kwok`` with trainyard's own controllers admitting and launching, instead of Kueue's."""
-    from simulations.kwok_backend import run_on_kwok
+    from simulations.kwok.cluster_run import run_on_kwok
 
     controllers = ControllersThread(kubeconfig, fair_sharing=built.scenario.fair_sharing)
     controllers.start()

@@ -32,7 +32,7 @@ import yaml
 from scheduler.api.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from simulations.engine_driver import workload_document
 from simulations.events import RandomStreams
-from simulations.kwok import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
+from simulations.kwok.constants import POD_COMPLETE_DELAY_ANNOTATION, POD_COMPLETE_JITTER_ANNOTATION
 from simulations.scenarios import BuiltScenario
 from simulations.workloads import JobSpec
 from simulations.yamlsource import load_documents

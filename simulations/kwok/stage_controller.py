@@ -1,7 +1,8 @@
-"""KWOK's controller over the API: Stages move the sandbox's Nodes and Pods, heartbeats keep Nodes alive.
+"""KWOK's controller over the API: Stages move a cluster's fake Nodes and their Pods, heartbeats keep Nodes alive.
 
-``KwokStages(client, stages, speedup=...)`` watches Nodes and Pods and plays the same Stage
-objects, with the same semantics, that the embedded simulator plays (``simulations.kwok``):
+``KwokStages(client, stages, speedup=..., informer_settings=...)`` watches Nodes and Pods through
+any API server (the sandbox runs it in place of KWOK's binary) and plays the same Stage objects,
+with the same semantics, that the simulator plays (``lifecycle``):
 KWOK manages the Nodes annotated ``kwok.x-k8s.io/node: fake`` and the Pods bound to them. For a
 managed object it picks one of the matching Stages (by weight), waits the Stage's delay divided
 by ``speedup``, checks the Stage still matches the object as it is then, and applies its
@@ -27,18 +28,19 @@ import datetime
 import hashlib
 import logging
 import random
+import time
 from collections import deque
 from types import TracebackType
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.conditions import condition_true, rfc3339
+from scheduler.controllers.manager import object_key
 from scheduler.controllers.runtime import Controller, ReconcileResult
+from scheduler.controllers.workqueue import WorkQueue
 from scheduler.kube import Informer, InformerSettings, KubeApiError, KubeClient, patch_status
-from simulations.kwok import KWOK_NODE_ANNOTATION, Stage
-
-from .conditions import now_text
-from .keys import object_key, reconciled, split_key, standin_queue
-from .standins import fast_informers
+from simulations.kwok.constants import KWOK_NODE_ANNOTATION
+from simulations.kwok.stages import Stage
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,11 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 APPLIED_KEPT = 100_000
 HEARTBEAT_WRITES_PER_SECOND = 50.0
+# The queue backs off from 50 ms to 2 s, so a server injecting faults slows KWOK down without
+# stalling it for a minute; a 409 (a cache behind the server) looks again after CONFLICT_RETRY_SECONDS.
+QUEUE_BASE_DELAY = 0.05
+QUEUE_MAX_DELAY = 2.0
+CONFLICT_RETRY_SECONDS = 0.05
 
 
 def _ip(seed: str, prefix: str) -> str:
@@ -128,7 +135,7 @@ class KwokStages:
         seed: int = 0,
         heartbeat_seconds: float | None = 10.0,
         workers: int = 4,
-        informer_settings: InformerSettings | None = None,
+        informer_settings: InformerSettings,
     ) -> None:
         if speedup <= 0:
             raise ValueError(f"speedup must be positive, got {speedup}")
@@ -138,11 +145,14 @@ class KwokStages:
         self.rng = random.Random(seed)
         self.stages = {kind: [s for s in stages if s.kind == kind] for kind in ("Node", "Pod")}
         self.cache = ClusterCache()
-        settings = informer_settings or fast_informers()
-        self.informers = [Informer(client, kind, self.cache, settings=settings) for kind in ("Node", "Pod")]
+        self.informers = [Informer(client, kind, self.cache, settings=informer_settings) for kind in ("Node", "Pod")]
         self.workers = workers
-        self.queue = standin_queue(self.name)
-        self.controller = Controller(self, workers=workers, queue=self.queue)
+        self.controller: Controller[str] = Controller(
+            self,
+            workers=workers,
+            queue=WorkQueue(base_delay=QUEUE_BASE_DELAY, max_delay=QUEUE_MAX_DELAY, name=self.name),
+        )
+        self.queue = self.controller.queue
         self.pending: dict[str, tuple[Stage, float]] = {}  # key -> chosen stage, loop time due
         # (key, stage name), in order, the latest APPLIED_KEPT: for tests and the demo
         self.applied: deque[tuple[str, str]] = deque(maxlen=APPLIED_KEPT)
@@ -214,7 +224,14 @@ class KwokStages:
     # ------------------------------------------------------------------------ reconcile
 
     async def reconcile(self, key: str) -> ReconcileResult:
-        return await reconciled(self._reconcile(key))
+        try:
+            return ReconcileResult(requeue_after=await self._reconcile(key))
+        except KubeApiError as error:
+            if error.status != 409:
+                raise
+            # a write from a cache that is behind: the newer object's event requeues the key, and
+            # a conflict with no newer object (an injected one) is looked at again shortly
+            return ReconcileResult(requeue_after=CONFLICT_RETRY_SECONDS)
 
     def _pick(self, kind: str, obj: dict[str, Any]) -> Stage | None:
         matching = [s for s in self.stages[kind] if s.matches(obj)]
@@ -227,8 +244,8 @@ class KwokStages:
 
     async def _reconcile(self, key: str) -> float | None:
         kind, _, object_id = key.partition(":")
-        namespace, name = split_key(object_id)
-        obj = self.cache.get(kind, name, namespace)
+        namespace, slash, name = object_id.partition("/")
+        obj = self.cache.get(kind, name, namespace) if slash else self.cache.get(kind, object_id)
         if obj is None or not self.managed(kind, obj):
             self.pending.pop(key, None)
             return None
@@ -257,7 +274,7 @@ class KwokStages:
                 await self.client.delete(kind, metadata["name"], metadata.get("namespace"))
             self.applied.append((key, stage.name))
             return
-        status = render_status(stage, obj, now_text())
+        status = render_status(stage, obj, rfc3339(time.time()))
         current = obj.get("status") or {}
         if all(current.get(k) == v for k, v in status.items()):
             return  # a stage that changes nothing ends the chain
@@ -274,7 +291,7 @@ class KwokStages:
         except KubeApiError as error:
             if error.status == 404:
                 return  # deleted meanwhile: its DELETED event clears what was pending
-            raise  # 409: ``reconciled`` looks again shortly, from the newer object
+            raise  # 409: ``reconcile`` looks again shortly, from the newer object
         self.applied.append((key, stage.name))
 
     # ------------------------------------------------------------------------ heartbeats
@@ -288,7 +305,7 @@ class KwokStages:
                 log.warning("KWOK cannot create namespace %s for node leases: %s", NODE_LEASE_NAMESPACE, error)
         loop = asyncio.get_running_loop()
         while True:
-            nodes = [n for n in self.cache.list("Node") if self.managed("Node", n) and _ready(n)]
+            nodes = [n for n in self.cache.list("Node") if self.managed("Node", n) and condition_true(n, "Ready")]
             # one round per interval, spread evenly over it, and never more than
             # HEARTBEAT_WRITES_PER_SECOND: a big sandbox renews less often (its leases last longer)
             round_seconds = max(interval, len(nodes) / HEARTBEAT_WRITES_PER_SECOND)
@@ -319,10 +336,3 @@ class KwokStages:
                 "spec": spec,
             }
             await self.client.create(lease)
-
-
-def _ready(node: dict[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (node.get("status") or {}).get("conditions") or []
-    )

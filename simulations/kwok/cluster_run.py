@@ -24,7 +24,7 @@ from scheduler.kube import (
     create_unless_exists,
     load_api_client,
 )
-from simulations.kwok_export import (
+from simulations.kwok.export import (
     exported_jobs,
     namespace_documents,
     simulated_runtime,
