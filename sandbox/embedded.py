@@ -29,13 +29,13 @@ from kubernetes_asyncio import client as k8s_client
 from sandbox.apiserver import FakeApiServer
 from sandbox.scenario_objects import scenario_objects
 from sandbox.service_webhook import WEBHOOK_SERVICE, SandboxWebhook, webhook_configurations
-from sandbox.standins import Standins
-from sandbox.standins.kwok_stages import KwokStages
+from sandbox.standins import Standins, fast_informers
 from scheduler.controllers.launcher.reconciler import LauncherMode
 from scheduler.controllers.service import ControllerService, build_controller_service
 from scheduler.engine import EngineConfig, WaitForPodsReady
 from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, close_api_client, load_api_client
 from scheduler.kube.backoff import Backoff
+from simulations.kwok.stage_controller import KwokStages
 from simulations.scenarios import Scenario
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
@@ -315,6 +315,7 @@ class Sandbox:
                 speedup=self.speedup,
                 seed=self.seed,
                 heartbeat_seconds=self.heartbeat_seconds,
+                informer_settings=fast_informers(),
             )
             self.kwok.start()
             await self.kwok.synced()

@@ -38,7 +38,7 @@ from ..embedded import bundled_runtimes, scenario_engine_config
 from ..scenario_objects import scenario_objects
 from ..service_webhook import SandboxWebhook
 from .binaries import ClusterTools
-from .cluster import MANIFESTS, RealCluster, RealClusterSettings
+from .control_plane import MANIFESTS, RealCluster, RealClusterSettings
 from .install import service_account_kubeconfig, service_documents, webhook_configurations
 
 # The real server's watch cache makes short watches cheap; these match the embedded sandbox's.
