@@ -62,7 +62,7 @@ async def measure_real(
     jobs: int, rate: float, runtime: str = "torch_distributed", binaries: Path | None = None
 ) -> dict[str, Any]:
     from sandbox.real.binaries import ClusterTools
-    from sandbox.real.cluster import RealCluster, RealClusterSettings
+    from sandbox.real.control_plane import RealCluster, RealClusterSettings
     from sandbox.real.install import service_account_kubeconfig, service_documents
     from sandbox.real.service import REAL_INFORMERS
     from scheduler.controllers.service import build_controller_service
