@@ -33,6 +33,21 @@ class WatchSpec:
     label_selector: str | None = None
 
 
+def merge_watches(*groups: Iterable[WatchSpec]) -> list[WatchSpec]:
+    """One watch per kind; two different selectors for one kind is a wiring mistake."""
+    merged: dict[str, WatchSpec] = {}
+    for group in groups:
+        for spec in group:
+            seen = merged.get(spec.kind)
+            if seen is not None and seen != spec:
+                raise ValueError(
+                    f"{spec.kind} is watched with two selectors ({seen.label_selector!r} and "
+                    f"{spec.label_selector!r}); the controllers must agree on one"
+                )
+            merged[spec.kind] = spec
+    return list(merged.values())
+
+
 class _SyncCountingSink:
     """Forwards one informer's objects to the cache; the cache is marked loaded after the last first list."""
 

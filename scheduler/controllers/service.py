@@ -9,63 +9,25 @@ same ``leader_elector``.
 
 from __future__ import annotations
 
-import os
-import socket
 from dataclasses import dataclass
-from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from scheduler.controllers.constants import LEADER_LEASE_NAME
 from scheduler.controllers.launcher.reconciler import LauncherMode
 from scheduler.controllers.launcher.wiring import (
     LauncherControllers,
     build_launcher_controllers,
     launcher_watches,
 )
-from scheduler.controllers.manager import ControllerManager
+from scheduler.controllers.leadership import leader_elector
+from scheduler.controllers.manager import ControllerManager, merge_watches
 from scheduler.controllers.queueing.wiring import (
     QUEUE_WATCHES,
     QueueControllers,
     build_queue_controllers,
-    merge_watches,
 )
 from scheduler.engine import EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
-
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-DEFAULT_LEASE_NAMESPACE = "trainyard-system"
-
-
-def default_identity() -> str:
-    """A replica's name in the Lease: the Pod's name (or the host's) and the process id."""
-    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}"
-
-
-def default_lease_namespace() -> str:
-    """POD_NAMESPACE, else the service account's namespace, else trainyard-system."""
-    from_env = os.environ.get("POD_NAMESPACE")
-    if from_env:
-        return from_env
-    try:
-        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_LEASE_NAMESPACE
-    except OSError:
-        return DEFAULT_LEASE_NAMESPACE
-
-
-def leader_elector(
-    client: KubeClient,
-    *,
-    leader_elect: bool,
-    lease_namespace: str | None,
-    identity: str | None,
-    settings: LeaseSettings | None,
-) -> LeaderElector | None:
-    """The replicas' election on the controllers' Lease (None: no election, the controllers just run)."""
-    if not leader_elect:
-        return None
-    namespace = lease_namespace or default_lease_namespace()
-    return LeaderElector(client, LEADER_LEASE_NAME, namespace, identity or default_identity(), settings=settings)
 
 
 @dataclass

@@ -5,7 +5,7 @@ topology-placed pod set start with the ``kueue.x-k8s.io/topology`` scheduling ga
 reconciler, keyed by Pod "namespace/name", finds the pod's Workload (annotation
 ``kueue.x-k8s.io/workload``) and pod set (label ``kueue.x-k8s.io/podset``), decodes that pod
 set's ``topologyAssignment`` (beside Kueue: the placement trainyard's topology check answered
-with, ``admission_check.check_state``), computes the pod's rank
+with, ``checked_placement``), computes the pod's rank
 
     rank = job index (label ``jobset.sigs.k8s.io/job-index``) × pods per Job
            + completion index (``batch.kubernetes.io/job-completion-index``)
@@ -33,8 +33,8 @@ from typing import Any
 from runtimes.api.jobset import JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
 from runtimes.k8s.core import Node
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
-from scheduler.controllers.admission_check.check_state import checked_topology_assignments
 from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.checked_placement import checked_topology_assignments
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
     MANAGED_SELECTOR,
@@ -43,10 +43,10 @@ from scheduler.controllers.constants import (
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
-from scheduler.controllers.launcher.pod_sets import admission_committed
-from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import WatchSpec, object_key
 from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.views import WorkloadView
+from scheduler.controllers.writes import ObjectWrites
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def placement_for_pod(pod: Mapping[str, Any], workload: Mapping[str, Any]) -> di
 class PodUngater:
     name = "pod-ungater"
 
-    def __init__(self, cache: ClusterCache, writes: LauncherWrites) -> None:
+    def __init__(self, cache: ClusterCache, writes: ObjectWrites) -> None:
         self.cache = cache
         self.writes = writes
 
@@ -127,9 +127,8 @@ class PodUngater:
             return ReconcileResult(requeue_after=1.0)
         workload_name = ((pod.get("metadata") or {}).get("annotations") or {}).get(WORKLOAD_ANNOTATION)
         workload = self.cache.get("Workload", str(workload_name), namespace) if workload_name else None
-        if not admission_committed(workload):
+        if workload is None or not WorkloadView(workload).admission_committed:
             return ReconcileResult()  # the Workload's next change enqueues this pod again
-        assert workload is not None
         try:
             selector = placement_for_pod(pod, workload)
         except TopologyAssignmentError as error:
@@ -181,10 +180,9 @@ def gated_pod_keys_of_workload(
     cache: ClusterCache, old: dict[str, Any] | None, new: dict[str, Any] | None
 ) -> Iterable[str]:
     """A Workload change -> the keys of its gated pods (its admission may now place them)."""
-    if new is None or not admission_committed(new):
+    if new is None or not (workload := WorkloadView(new)).admission_committed:
         return []
-    metadata = new.get("metadata") or {}
-    name, namespace = metadata.get("name"), metadata.get("namespace")
+    name, namespace = workload.name, workload.namespace
     return [
         object_key(pod)
         for pod in cache.list("Pod", namespace, labels={MANAGED_LABEL: MANAGED_VALUE})

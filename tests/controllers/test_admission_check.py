@@ -22,7 +22,7 @@ from scheduler.controllers.admission_check.beside_kueue import (
     CheckSettings,
     build_beside_kueue_service,
 )
-from scheduler.controllers.admission_check.check_state import (
+from scheduler.controllers.checked_placement import (
     PLACEMENT_ANNOTATION,
     REPLACED_PLACEMENT_ANNOTATION,
     checked_topology_assignments,

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.controllers.queueing.health import node_request_for_change, pods_request_for_change
+from scheduler.controllers.node_readiness import node_request_for_change
+from scheduler.controllers.queueing.health import pods_request_for_change
 from scheduler.controllers.requests import (
     CYCLE,
     RESYNC,

@@ -17,9 +17,9 @@ from typing import Any
 from scheduler.api.kueue import AdmissionCheck
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import conditions_of, set_condition
-from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import KeyMapper, own_key
 from scheduler.controllers.runtime import ReconcileResult
+from scheduler.controllers.writes import ObjectWrites
 from scheduler.engine import TOPOLOGY_CHECK_CONTROLLER, check_inactive_reason
 from scheduler.kube import KubeClient
 
@@ -41,7 +41,7 @@ class CheckActivityController:
         self.cache = cache
         self.controller_name = controller_name
         self.clock = clock
-        self.writes = LauncherWrites(client)
+        self.writes = ObjectWrites(client)
 
     def enqueue_map(self) -> dict[str, KeyMapper[str]]:
         return {"AdmissionCheck": own_key, "Topology": self._checks_of_topology}

@@ -25,11 +25,10 @@ from scheduler.controllers.launcher.wiring import (
     build_launcher_controllers,
     launcher_watches,
 )
-from scheduler.controllers.manager import ControllerManager, WatchSpec
-from scheduler.controllers.queueing.wiring import merge_watches
+from scheduler.controllers.leadership import leader_elector
+from scheduler.controllers.manager import ControllerManager, WatchSpec, merge_watches
 from scheduler.controllers.requests import CheckRequest
 from scheduler.controllers.runtime import Controller
-from scheduler.controllers.service import leader_elector
 from scheduler.controllers.workqueue import WorkQueue
 from scheduler.engine import TOPOLOGY_CHECK_CONTROLLER, EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings

@@ -25,25 +25,24 @@ replaces: a stamp that no longer matches (the workload was evicted and placed an
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from scheduler.controllers.checked_placement import (
+    PLACEMENT_ANNOTATION,
+    checked_topology_assignments,
+    compact_json,
+    placement_digest,
+    ready_placements,
+)
 from scheduler.controllers.conditions import rfc3339
 from scheduler.controllers.constants import MANAGED_LABEL, MANAGED_VALUE
 from scheduler.controllers.workload_status import topology_assignments
 from scheduler.engine import Admission
 
-PLACEMENT_ANNOTATION = "trainyard.io/topology-assignment"
-REPLACED_PLACEMENT_ANNOTATION = "trainyard.io/replaced-placement"
 MESSAGE_LIMIT = 32768  # AdmissionCheckState.message's MaxLength
 
-PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
-
-
-def _compact(document: Any) -> str:
-    return json.dumps(document, separators=(",", ":"), sort_keys=True)
+PENDING, RETRY, REJECTED = "Pending", "Retry", "Rejected"  # and READY, where a placement is read back
 
 
 def _domain_selector(pod_set: Any) -> dict[str, str]:
@@ -68,7 +67,7 @@ def pod_set_updates(admission: Admission) -> list[dict[str, Any]]:
         update: dict[str, Any] = {
             "name": name,
             "labels": {MANAGED_LABEL: MANAGED_VALUE},
-            "annotations": {PLACEMENT_ANNOTATION: _compact(encoded[name])},
+            "annotations": {PLACEMENT_ANNOTATION: compact_json(encoded[name])},
         }
         if selectors.get(name):
             update["nodeSelector"] = selectors[name]
@@ -83,51 +82,11 @@ def check_state(workload: Mapping[str, Any], name: str) -> Mapping[str, Any] | N
     return None
 
 
-def _ready_placements(workload: Mapping[str, Any]) -> dict[str, str]:
-    """Pod set -> the placement annotation of a Ready check, as written."""
-    found: dict[str, str] = {}
-    for state in (workload.get("status") or {}).get("admissionChecks") or ():
-        if state.get("state") != READY:
-            continue
-        for update in state.get("podSetUpdates") or ():
-            value = (update.get("annotations") or {}).get(PLACEMENT_ANNOTATION)
-            if value:
-                found.setdefault(str(update.get("name")), str(value))
-    return found
-
-
-def _digest(placements: Mapping[str, str]) -> str:
-    return hashlib.sha256(_compact(dict(sorted(placements.items()))).encode()).hexdigest()[:16]
-
-
-def checked_topology_assignments(workload: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Pod set -> its placement as a Kueue topologyAssignment: the Ready check's, or the
-    re-placement after a node failure when it was made from that same Ready placement."""
-    written = _ready_placements(workload)
-    if not written:
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    for name, value in written.items():
-        try:
-            found[name] = json.loads(value)
-        except ValueError:
-            continue  # not ours to mend: the ungater leaves such pods gated and says why
-    raw = ((workload.get("metadata") or {}).get("annotations") or {}).get(REPLACED_PLACEMENT_ANNOTATION)
-    if raw:
-        try:
-            replaced = json.loads(raw)
-        except ValueError:
-            replaced = None
-        if isinstance(replaced, dict) and replaced.get("basis") == _digest(written):
-            for name, assignment in (replaced.get("podSets") or {}).items():
-                if name in found and isinstance(assignment, dict):
-                    found[name] = assignment
-    return found
-
-
 def replaced_placement_annotation(workload: Mapping[str, Any], admission: Admission) -> str:
     """The annotation value for ``admission``'s re-placed pods, stamped with the Ready placement."""
-    return _compact({"basis": _digest(_ready_placements(workload)), "podSets": topology_assignments(admission)})
+    return compact_json(
+        {"basis": placement_digest(ready_placements(workload)), "podSets": topology_assignments(admission)}
+    )
 
 
 def with_topology_assignments(workload: Mapping[str, Any]) -> dict[str, Any]:

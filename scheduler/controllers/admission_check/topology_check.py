@@ -32,12 +32,9 @@ from runtimes.k8s.core import Node
 from scheduler.api.kueue import KUEUE_KINDS, Workload
 from scheduler.controllers.admission_check.check_state import (
     PENDING,
-    READY,
     REJECTED,
-    REPLACED_PLACEMENT_ANNOTATION,
     RETRY,
     check_state,
-    checked_topology_assignments,
     pod_set_updates,
     replaced_placement_annotation,
     retry_delay,
@@ -45,14 +42,15 @@ from scheduler.controllers.admission_check.check_state import (
     with_topology_assignments,
 )
 from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.checked_placement import READY, REPLACED_PLACEMENT_ANNOTATION, checked_topology_assignments
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
-from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import KeyMapper
-from scheduler.controllers.queueing.health import node_request_for_change
+from scheduler.controllers.node_readiness import node_ready, node_request_for_change
 from scheduler.controllers.requests import CheckRequest, NodeRequest, WorkloadRequest
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.views import WorkloadView
 from scheduler.controllers.workload_status import topology_assignments
+from scheduler.controllers.writes import ObjectWrites
 from scheduler.engine import (
     TOPOLOGY_CHECK_CONTROLLER,
     AdmissionEngine,
@@ -68,15 +66,6 @@ log = logging.getLogger(__name__)
 # What the check's engine is built from: Kueue's objects and the Nodes to place on.
 INPUT_KINDS = ("ResourceFlavor", "Topology", "ClusterQueue", "Cohort", "AdmissionCheck", "Node")
 STALE_CACHE_RECHECK = 0.5
-
-
-def _node_ready(document: dict[str, Any] | None) -> bool:
-    if document is None:
-        return False
-    try:
-        return Node.model_validate(document).ready
-    except ValueError:
-        return True
 
 
 class TopologyCheckController:
@@ -102,7 +91,7 @@ class TopologyCheckController:
         self.clock = clock
         self.retry_base = retry_base
         self.retry_max = retry_max
-        self.writes = LauncherWrites(client)
+        self.writes = ObjectWrites(client)
         self.check = TopologyCheck(AdmissionEngine(config), controller_name)
         self.queue_add: Callable[[CheckRequest], None] | None = None  # set by bind()
         # Workloads whose gang lost a node with no room in its domain: their check turns Retry.
@@ -141,7 +130,7 @@ class TopologyCheckController:
             if self._ours(workload) and workload.quota_reserved and self._all_ready(workload):
                 self._restore(workload, now)
         for node in self.cache.list("Node"):
-            if not _node_ready(node):
+            if not node_ready(node):
                 self._node_failed(_name(node), now)
 
     def bind(self, add: Callable[[CheckRequest], None]) -> None:
@@ -172,7 +161,7 @@ class TopologyCheckController:
     async def reconcile(self, request: CheckRequest) -> ReconcileResult:
         now = self.clock()
         if isinstance(request, NodeRequest):
-            if not _node_ready(self.cache.get("Node", request.name)):
+            if (node := self.cache.get("Node", request.name)) is None or not node_ready(node):
                 for affected in self._node_failed(request.name, now):
                     if self.queue_add is not None:
                         self.queue_add(WorkloadRequest.parse(affected))

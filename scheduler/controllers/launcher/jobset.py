@@ -35,8 +35,8 @@ from scheduler.controllers.constants import MANAGED_LABEL, MANAGED_SELECTOR, MAN
 from scheduler.controllers.launcher.pod_sets import merge_into_pod_template, pod_set_infos
 from scheduler.controllers.launcher.reconciler import LaunchContext, LauncherMode
 from scheduler.controllers.launcher.trainjob_status import status_differs, trainjob_status
-from scheduler.controllers.launcher.writes import resource_version
 from scheduler.controllers.manager import WatchSpec
+from scheduler.controllers.writes import resource_version
 
 log = logging.getLogger(__name__)
 

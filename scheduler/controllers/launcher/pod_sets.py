@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.controllers.admission_check.check_state import PLACEMENT_ANNOTATION
 from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.checked_placement import PLACEMENT_ANNOTATION
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
     MANAGED_VALUE,
@@ -47,11 +47,6 @@ class PodSetInfo:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     scheduling_gates: list[str] = field(default_factory=list)
-
-
-def admission_committed(workload: dict[str, Any] | None) -> bool:
-    """The Workload's admission is committed (``WorkloadView.admission_committed``)."""
-    return workload is not None and WorkloadView(workload).admission_committed
 
 
 def workload_owned_by(workload: Mapping[str, Any], owner_uid: str | None) -> bool:

@@ -30,10 +30,10 @@ from scheduler.api.kueue import QUEUE_NAME_LABEL
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.launcher.pod_sets import workload_owned_by
 from scheduler.controllers.launcher.trainjob_status import is_finished, now_rfc3339
-from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import WatchSpec, object_key
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.views import TrainJobView, WorkloadView
+from scheduler.controllers.writes import ObjectWrites
 from scheduler.trainjob import TRAINJOB_KIND, workload_name_for_owner
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class LaunchContext:
     trainjob: TrainJobView
     workload: WorkloadView | None
     cache: ClusterCache
-    writes: LauncherWrites
+    writes: ObjectWrites
     now: str = field(default_factory=now_rfc3339)
 
     @functools.cached_property
@@ -111,7 +111,7 @@ def managed_here(trainjob: TrainJobView) -> bool:
 
 
 class LauncherReconciler:
-    def __init__(self, launcher: JobLauncher, cache: ClusterCache, writes: LauncherWrites) -> None:
+    def __init__(self, launcher: JobLauncher, cache: ClusterCache, writes: ObjectWrites) -> None:
         self.launcher = launcher
         self.cache = cache
         self.writes = writes

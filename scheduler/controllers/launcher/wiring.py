@@ -24,10 +24,10 @@ from scheduler.controllers.launcher.reconciler import (
     trainjob_key,
 )
 from scheduler.controllers.launcher.trainer import TrainerPatchLauncher
-from scheduler.controllers.launcher.writes import LauncherWrites
 from scheduler.controllers.manager import KeyMapper, WatchSpec
 from scheduler.controllers.runtime import Controller
 from scheduler.controllers.ungater import UNGATER_WATCHES, PodUngater, gated_pod_key, gated_pod_keys_of_workload
+from scheduler.controllers.writes import ObjectWrites
 from scheduler.kube import KubeClient
 
 
@@ -50,7 +50,7 @@ class LauncherControllers:
     """The launcher's and the ungater's controllers, with the enqueue mappers the manager needs."""
 
     mode: LauncherMode
-    writes: LauncherWrites
+    writes: ObjectWrites
     registrations: list[tuple[Controller[str], dict[str, KeyMapper[str]]]]
 
     @property
@@ -76,7 +76,7 @@ def build_launcher_controllers(
     than the mode's own (beside Kueue, one that leaves ``spec.suspend`` to Kueue).
     """
     launcher = launcher if launcher is not None else _make_launcher(mode)
-    writes = LauncherWrites(client)
+    writes = ObjectWrites(client)
     launch = Controller(LauncherReconciler(launcher, cache, writes), workers=workers)
     enqueue: dict[str, KeyMapper[str]] = {"TrainJob": trainjob_key, "Workload": owner_trainjob_keys}
     if any(spec.kind == "JobSet" for spec in launcher.watches()):

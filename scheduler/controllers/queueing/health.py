@@ -17,10 +17,10 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from runtimes.k8s.core import Node
 from scheduler.api.topology_assignment import HOSTNAME_LABEL, TopologyAssignmentError, decode_topology_assignment
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import WORKLOAD_ANNOTATION
+from scheduler.controllers.node_readiness import node_ready
 from scheduler.controllers.requests import NodeRequest, WorkloadPodsRequest, WorkloadRequest
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.controllers.views import WorkloadView
@@ -38,23 +38,6 @@ def pods_request_for_change(old: dict[str, Any] | None, new: dict[str, Any] | No
     metadata = document.get("metadata") or {}
     workload = (metadata.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
     return [WorkloadPodsRequest(WorkloadRequest(str(metadata.get("namespace")), str(workload)))] if workload else []
-
-
-def _node_ready(document: dict[str, Any]) -> bool:
-    try:
-        return Node.model_validate(document).ready
-    except ValueError:
-        return True
-
-
-def node_request_for_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[NodeRequest]:
-    """A Node that went away, or went from Ready to NotReady."""
-    if old is None:
-        return []
-    name = str((old.get("metadata") or {}).get("name"))
-    if new is None or (_node_ready(old) and not _node_ready(new)):
-        return [NodeRequest(name)]
-    return []
 
 
 def _pod_ready(pod: dict[str, Any]) -> bool:
@@ -133,7 +116,7 @@ class HealthChecks:
     async def _node_failed(self, node_name: str) -> bool:
         controller = self.controller
         node = controller.cache.get("Node", node_name)
-        if node is not None and _node_ready(node):
+        if node is not None and node_ready(node):
             return True  # recovered before we got to it
         failed: list[str] = []
         handled: set[str] = set()

@@ -32,8 +32,9 @@ from typing import Any
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
 from scheduler.controllers.manager import KeyMapper
+from scheduler.controllers.node_readiness import node_request_for_change
 from scheduler.controllers.queueing.engine_mirror import EngineMirror, workload_key
-from scheduler.controllers.queueing.health import HealthChecks, node_request_for_change, pods_request_for_change
+from scheduler.controllers.queueing.health import HealthChecks, pods_request_for_change
 from scheduler.controllers.queueing.metrics import QueueMetrics
 from scheduler.controllers.queueing.pending_status import PendingStatus, PendingWrite
 from scheduler.controllers.queueing.workload_writer import WorkloadStatusWriter

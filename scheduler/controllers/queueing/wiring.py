@@ -10,7 +10,7 @@ What ``trainyard serve`` adds to its ``ControllerManager``::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,21 +45,6 @@ QUEUE_WATCHES = [
     WatchSpec("Namespace"),
     WatchSpec("Pod", MANAGED_SELECTOR),
 ]
-
-
-def merge_watches(*groups: Iterable[WatchSpec]) -> list[WatchSpec]:
-    """One watch per kind; two different selectors for one kind is a wiring mistake."""
-    merged: dict[str, WatchSpec] = {}
-    for group in groups:
-        for spec in group:
-            seen = merged.get(spec.kind)
-            if seen is not None and seen != spec:
-                raise ValueError(
-                    f"{spec.kind} is watched with two selectors ({seen.label_selector!r} and "
-                    f"{spec.label_selector!r}); the controllers must agree on one"
-                )
-            merged[spec.kind] = spec
-    return list(merged.values())
 
 
 @dataclass

@@ -1,8 +1,9 @@
-"""The launcher's writes: counted, idempotent creates and deletes, and a guard against a stale cache.
+"""Writes of a controller that acts on the cache: counted, idempotent creates and deletes, and a
+guard against a stale cache (the launcher's, the ungater's and the topology check's).
 
 Reconcilers act on the cache, which shows a write only once its watch event arrives. A reconcile
 that runs in between would act on the object as it was before the write and earn a 409; so
-``LauncherWrites`` remembers the resourceVersion each update replaced, and ``stale`` says the
+``ObjectWrites`` remembers the resourceVersion each update replaced, and ``stale`` says the
 cache still shows it (controller-runtime users know this as "expectations").
 """
 
@@ -19,11 +20,11 @@ def resource_version(document: dict[str, Any] | None) -> str:
     return str(((document or {}).get("metadata") or {}).get("resourceVersion", ""))
 
 
-class LauncherWrites:
-    """Every write the launcher makes, counted per verb and kind, with create/delete made idempotent.
+class ObjectWrites:
+    """Every write its controller makes, counted per verb and kind, with create/delete made idempotent.
 
     It also remembers, per object, the resourceVersion it replaced: until the cache moves past
-    it, the cache is behind this launcher's own write and must not be acted on (a second start
+    it, the cache is behind the controller's own write and must not be acted on (a second start
     from a stale TrainJob would only earn a 409).
     """
 
