@@ -80,6 +80,7 @@ def test_audit_counts_kueue_writes_apart_from_the_runner(tmp_path: Path) -> None
     log.write_text("\n".join(lines) + "\n")
     counts = audit_write_counts(log, KUEUE_USER)
     assert (counts["status"], counts["event"], counts["object"]) == (2, 1, 0)
+    assert (counts["status:PATCH workloads"], counts["status:PUT workloads"]) == (1, 1)
 
 
 def test_each_side_gets_its_own_queues_and_namespaces() -> None:

@@ -88,6 +88,7 @@ def write_counts(server: FakeApiServer) -> Counter[str]:
             counts["event"] += 1
         elif request.path.endswith("/status"):
             counts["status"] += 1
+            counts[f"status:{request.method} {written_resource(request.path.removesuffix('/status'))}"] += 1
         else:
             counts["object"] += 1
             counts[f"object:{request.method} {written_resource(request.path)}"] += 1

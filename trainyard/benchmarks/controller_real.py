@@ -1,8 +1,13 @@
 """`trainyard bench controller --real`: the same launch figures on a real kube-apiserver and etcd.
 
 The real cluster runs only what the measured path touches (etcd and kube-apiserver, with an
-audit log of every request trainyard's ServiceAccount makes); trainyard's controllers run in this
-process, with that ServiceAccount's token, exactly as the embedded run has them. A JobSet's
+audit log of every request trainyard's ServiceAccount makes); trainyard's controllers run as a
+platform runs them, `trainyard serve controller` in a process of their own with that
+ServiceAccount's token, while this process creates the TrainJobs and watches. The load is open:
+TrainJobs are created at ``--rate`` whatever the controllers do (with the controllers in this
+process, as before, the creator slowed down whenever they were busy, and the figures hid the
+queue that built up). ``stages_p50_ms`` splits a launch: TrainJob created -> its Workload
+created -> admitted -> JobSet created, each seen through a watch. A JobSet's
 commit is seen through a watch on JobSets (kube-apiserver notifies its watchers a few
 milliseconds after etcd commits: that delay is in these figures, where the embedded run reads
 its store directly). Writes are counted from the audit log: the requests of trainyard's
@@ -13,8 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import statistics
+import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -52,6 +60,7 @@ def audit_write_counts(audit_log: Path, user: str = SERVICE_USER) -> Counter[str
             counts["event"] += 1
         elif subresource == "status":
             counts["status"] += 1
+            counts[f"status:{method} {resource}"] += 1
         else:
             counts["object"] += 1
             counts[f"object:{method} {resource}"] += 1
@@ -64,8 +73,6 @@ async def measure_real(
     from sandbox.real.binaries import ClusterTools
     from sandbox.real.control_plane import RealCluster, RealClusterSettings
     from sandbox.real.install import service_account_kubeconfig, service_documents
-    from sandbox.real.service import REAL_INFORMERS
-    from scheduler.controllers.service import build_controller_service
 
     settings = RealClusterSettings(controller_manager=False, scheduler=False, kwok=False, jobset=False, audit=True)
     cluster = RealCluster(ClusterTools.locate(binaries), settings)
@@ -80,27 +87,24 @@ async def measure_real(
             cluster.url,
             cluster.admin_ca_pem,
         )
-        return await _run_jobs(cluster, kubeconfig, jobs, rate, runtime, build_controller_service, REAL_INFORMERS)
+        return await _run_jobs(cluster, kubeconfig, jobs, rate, runtime)
     finally:
         await asyncio.to_thread(cluster.stop)
 
 
-async def _run_jobs(
-    cluster: Any, kubeconfig: Path, jobs: int, rate: float, runtime: str, build: Any, informers: Any
-) -> dict[str, Any]:
+async def _run_jobs(cluster: Any, kubeconfig: Path, jobs: int, rate: float, runtime: str) -> dict[str, Any]:
     from scheduler.kube import KubeClient, load_api_client
 
-    service_api = await load_api_client(kubeconfig)
     admin_api = await load_api_client(cluster.kubeconfig("admin"))
     admin = KubeClient(admin_api)
-    service = build(KubeClient(service_api), launcher_mode="jobset", leader_elect=False, informer_settings=informers)
-    controllers = asyncio.create_task(service.manager.run(), name="bench-real")
     launched_at: dict[str, float] = {}
     all_launched = asyncio.Event()
     watcher = asyncio.create_task(_watch_jobsets(admin, launched_at, jobs, all_launched))
+    stages = WorkloadStages()
+    stage_watcher = asyncio.create_task(stages.watch(admin))
     created_at: dict[str, float] = {}
+    service = await _start_service(kubeconfig, cluster.workdir / "trainyard-serve.log")
     try:
-        await service.manager.leading.wait()
         await asyncio.sleep(1.0)  # informers listed: the audit from here on is the jobs' own
         before = audit_write_counts(cluster.audit_log)
         started = time.perf_counter()
@@ -117,10 +121,10 @@ async def _run_jobs(
         await asyncio.sleep(1.0)  # the audit log is written as requests complete
         writes = audit_write_counts(cluster.audit_log) - before
     finally:
-        for task in (controllers, watcher):
+        await _stop_service(service)
+        for task in (watcher, stage_watcher):
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        await service_api.close()
         await admin_api.close()
     latencies = [(launched_at[name] - created_at[name]) * 1000.0 for name in created_at]
     return {
@@ -128,9 +132,67 @@ async def _run_jobs(
         "p50_ms": round(statistics.median(latencies), 2),
         "p99_ms": round(percentile(latencies, 0.99), 2),
         "max_ms": round(max(latencies), 2),
+        "stages_p50_ms": stages.medians(created_at, launched_at),
         **per_job_writes(writes, jobs),
         "wall_seconds": round(wall, 2),
     }
+
+
+async def _start_service(kubeconfig: Path, log_path: Path) -> asyncio.subprocess.Process:
+    """`trainyard serve controller` as a platform runs it: its own process, with the ServiceAccount's
+    kubeconfig; ready once /readyz says every informer has listed."""
+    port = _free_port()
+    log = log_path.open("wb")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "trainyard",
+        "serve",
+        "controller",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--launcher",
+        "jobset",
+        "--no-leader-elect",
+        "--metrics-port",
+        str(port),
+        stdout=log,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    log.close()
+    deadline = time.monotonic() + 120.0
+    while time.monotonic() < deadline:
+        if process.returncode is not None:
+            raise SystemExit(f"bench controller --real: trainyard serve exited ({process.returncode}); see {log_path}")
+        if await asyncio.to_thread(_ready, port):
+            return process
+        await asyncio.sleep(0.2)
+    await _stop_service(process)
+    raise SystemExit(f"bench controller --real: trainyard serve was not ready within 120 s; see {log_path}")
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1.0) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _stop_service(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), timeout=15.0)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
 
 
 async def _watch_jobsets(client: Any, launched_at: dict[str, float], jobs: int, done: asyncio.Event) -> None:
@@ -168,3 +230,54 @@ async def _wait_resumed(client: Any, jobs: int) -> None:
         if sum(1 for job in listed.items if (job.get("spec") or {}).get("suspend") is False) >= jobs:
             return
         await asyncio.sleep(0.2)
+
+
+class WorkloadStages:
+    """Where a job's launch time goes: when its Workload was first seen, and when its admission.
+
+    Seen through a watch of this process, as the JobSets are, so each stage carries the same
+    few milliseconds of notification delay.
+    """
+
+    def __init__(self) -> None:
+        self.created: dict[str, float] = {}  # TrainJob name -> its Workload first seen
+        self.admitted: dict[str, float] = {}  # TrainJob name -> its Workload's admission first seen
+
+    async def watch(self, client: Any) -> None:
+        from scheduler.kube import KubeApiError
+
+        while True:
+            try:
+                listed = await client.list("Workload", NAMESPACE)
+                for obj in listed.items:
+                    self._observe(obj)
+                async for event in client.watch(
+                    "Workload", NAMESPACE, resource_version=listed.resource_version, timeout_seconds=3600
+                ):
+                    self._observe(event.object)
+            except (KubeApiError, OSError, TimeoutError):
+                await asyncio.sleep(0.2)
+
+    def _observe(self, obj: dict[str, Any]) -> None:
+        now = time.perf_counter()
+        for reference in (obj.get("metadata") or {}).get("ownerReferences") or ():
+            if reference.get("controller"):
+                owner = str(reference.get("name"))
+                self.created.setdefault(owner, now)
+                if (obj.get("status") or {}).get("admission"):
+                    self.admitted.setdefault(owner, now)
+
+    def medians(self, created_at: dict[str, float], launched_at: dict[str, float]) -> dict[str, float]:
+        """Median ms of each stage: TrainJob created -> Workload created -> admitted -> JobSet created."""
+        names = [n for n in created_at if n in self.created and n in self.admitted and n in launched_at]
+        if not names:
+            return {}
+
+        def median(start: dict[str, float], end: dict[str, float]) -> float:
+            return round(statistics.median((end[n] - start[n]) * 1000.0 for n in names), 2)
+
+        return {
+            "workload_created": median(created_at, self.created),
+            "admitted": median(self.created, self.admitted),
+            "jobset_created": median(self.admitted, launched_at),
+        }

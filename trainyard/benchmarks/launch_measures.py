@@ -82,9 +82,15 @@ def per_job_writes(writes: Counter[str], jobs: int) -> dict[str, Any]:
         for key, count in sorted(writes.items())
         if key.startswith("object:") and count > 0
     }
+    status_by_kind = {
+        key.split(":", 1)[1]: round(count / jobs, 2)
+        for key, count in sorted(writes.items())
+        if key.startswith("status:") and count > 0
+    }
     return {
         "writes_per_job": round(writes["object"] / jobs, 2),
         "object_writes_by_kind": by_kind,
         "status_writes_per_job": round(writes["status"] / jobs, 2),
+        "status_writes_by_kind": status_by_kind,
         "event_writes_per_job": round(writes["event"] / jobs, 2),
     }
