@@ -31,6 +31,7 @@ from sandbox.scenario_objects import scenario_objects
 from sandbox.service_webhook import WEBHOOK_SERVICE, SandboxWebhook, webhook_configurations
 from sandbox.standins import Standins, fast_informers
 from scheduler.controllers.launcher.reconciler import LauncherMode
+from scheduler.controllers.runtime import DEFAULT_WORKERS
 from scheduler.controllers.service import ControllerService, build_controller_service
 from scheduler.engine import EngineConfig, WaitForPodsReady
 from scheduler.kube import InformerSettings, KubeClient, LeaseSettings, close_api_client, load_api_client
@@ -139,7 +140,7 @@ class LocalCluster:
         leader_elect: bool = False,
         identity: str = "local-0",
         config: EngineConfig | None = None,
-        workers: int = 4,
+        workers: int = DEFAULT_WORKERS,
     ) -> RunningControllers:
         """A controller replica with its own connections, cache and engine (as a new process has)."""
         api_client = await load_api_client(self.kubeconfig)

@@ -26,6 +26,7 @@ from scheduler.controllers.queueing.wiring import (
     QueueControllers,
     build_queue_controllers,
 )
+from scheduler.controllers.runtime import DEFAULT_WORKERS
 from scheduler.engine import EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
 
@@ -49,7 +50,7 @@ def build_controller_service(
     registry: CollectorRegistry | None = None,
     lease_settings: LeaseSettings | None = None,
     informer_settings: InformerSettings | None = None,
-    workers: int = 4,
+    workers: int = DEFAULT_WORKERS,
 ) -> ControllerService:
     leader = leader_elector(
         client, leader_elect=leader_elect, lease_namespace=lease_namespace, identity=identity, settings=lease_settings

@@ -28,7 +28,7 @@ from scheduler.controllers.launcher.wiring import (
 from scheduler.controllers.leadership import leader_elector
 from scheduler.controllers.manager import ControllerManager, WatchSpec, merge_watches
 from scheduler.controllers.requests import CheckRequest
-from scheduler.controllers.runtime import Controller
+from scheduler.controllers.runtime import DEFAULT_WORKERS, Controller
 from scheduler.controllers.workqueue import WorkQueue
 from scheduler.engine import TOPOLOGY_CHECK_CONTROLLER, EngineConfig
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
@@ -64,7 +64,7 @@ def build_beside_kueue_service(
     settings: CheckSettings | None = None,
     lease_settings: LeaseSettings | None = None,
     informer_settings: InformerSettings | None = None,
-    workers: int = 4,
+    workers: int = DEFAULT_WORKERS,
     clock: Callable[[], float] = time.time,
 ) -> BesideKueueService:
     settings = settings or CheckSettings()

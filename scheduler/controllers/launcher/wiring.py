@@ -25,7 +25,7 @@ from scheduler.controllers.launcher.reconciler import (
 )
 from scheduler.controllers.launcher.trainer import TrainerPatchLauncher
 from scheduler.controllers.manager import KeyMapper, WatchSpec
-from scheduler.controllers.runtime import Controller
+from scheduler.controllers.runtime import DEFAULT_WORKERS, Controller
 from scheduler.controllers.ungater import UNGATER_WATCHES, PodUngater, gated_pod_key, gated_pod_keys_of_workload
 from scheduler.controllers.writes import ObjectWrites
 from scheduler.kube import KubeClient
@@ -63,7 +63,7 @@ def build_launcher_controllers(
     client: KubeClient,
     cache: ClusterCache,
     *,
-    workers: int = 4,
+    workers: int = DEFAULT_WORKERS,
     launcher: JobLauncher | None = None,
 ) -> LauncherControllers:
     """The launcher of ``mode`` and the pod ungater, ready for ``ControllerManager.add``::

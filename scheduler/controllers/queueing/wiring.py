@@ -25,7 +25,7 @@ from scheduler.controllers.queueing.queue_controller import QueueController
 from scheduler.controllers.queueing.queue_status import QueueStatusController
 from scheduler.controllers.queueing.trainjob_workloads import TrainJobWorkloads
 from scheduler.controllers.requests import QueueRequest
-from scheduler.controllers.runtime import Controller
+from scheduler.controllers.runtime import DEFAULT_WORKERS, Controller
 from scheduler.controllers.workqueue import WorkQueue
 from scheduler.engine import EngineConfig
 from scheduler.kube import KubeClient
@@ -64,7 +64,7 @@ def build_queue_controllers(
     registry: CollectorRegistry | None = None,
     events: bool = True,
     clock: Callable[[], float] = time.time,
-    workers: int = 4,
+    workers: int = DEFAULT_WORKERS,
     debounce: float = 0.05,
 ) -> QueueControllers:
     recorder = EventRecorder(client, clock=clock) if events else None
