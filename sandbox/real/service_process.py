@@ -4,7 +4,8 @@
 (``trainyard serve --launcher jobset``, leader election on a Lease in trainyard-system), with a
 kubeconfig holding a token of trainyard's ServiceAccount and a serving certificate from the
 cluster CA for 127.0.0.1, and waits for its ``/readyz``. Several replicas may run at once (each
-with its own identity and port); killing one is a replica crashing.
+with its own identity and port); killing one is a replica crashing. ``controllers_only`` runs
+`trainyard serve controller` instead: the controllers alone, ``/readyz`` on a plain HTTP port.
 """
 
 from __future__ import annotations
@@ -27,30 +28,34 @@ class ServiceProcess:
         *,
         identity: str,
         extra_args: Sequence[str] = (),
+        controllers_only: bool = False,
     ) -> None:
         self.cluster = cluster
         self.kubeconfig = kubeconfig
         self.identity = identity
         self.extra_args = list(extra_args)
+        self.controllers_only = controllers_only
         self.port = 0
         self.process: ComponentProcess | None = None
 
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"{'http' if self.controllers_only else 'https'}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 120.0) -> ServiceProcess:
-        cert_dir = self.cluster.loopback_certificate(self.cluster.workdir / f"{self.identity}-certs")
         self.port = free_port()
+        if self.controllers_only:
+            serving = ["controller", "--host=127.0.0.1", f"--metrics-port={self.port}"]
+        else:
+            cert_dir = self.cluster.loopback_certificate(self.cluster.workdir / f"{self.identity}-certs")
+            serving = ["--host=127.0.0.1", f"--port={self.port}", f"--tls-cert-dir={cert_dir}"]
         command = [
             sys.executable,
             "-m",
             "trainyard",
             "serve",
+            *serving,
             f"--kubeconfig={self.kubeconfig}",
-            "--host=127.0.0.1",
-            f"--port={self.port}",
-            f"--tls-cert-dir={cert_dir}",
             "--launcher=jobset",
             f"--lease-namespace={SERVICE_NAMESPACE}",
             f"--identity={self.identity}",

@@ -189,11 +189,11 @@ class AdmissionCycle:
             # Something was admitted or evicted since this head was nominated. Kueue re-checks
             # that the nominated assignment still fits and otherwise skips the head for this
             # cycle (it is requeued at once and nominated again next cycle, against fresh quota).
-            if assignment.mode is Mode.FIT and not _still_fits(assignment):
-                self._skip(workload)
-                return
             if assignment.mode is not Mode.FIT:
                 assignment = self.assign(cq, workload)
+            elif not _still_fits(assignment):
+                self._skip(workload)
+                return
         placements, victims, why = self._decide(cq, workload, assignment)
         if placements is not None:
             self._admit(cq, workload, assignment, placements)

@@ -30,12 +30,12 @@ def test_each_stage_is_the_median_between_its_first_sightings() -> None:
 
 def test_a_workload_is_created_once_and_admitted_when_its_admission_shows() -> None:
     stages = WorkloadStages()
-    stages._observe(_workload("a", admitted=False))
+    stages.observe(_workload("a", admitted=False))
     first_seen = stages.created["a"]
-    stages._observe(_workload("a", admitted=False))
+    stages.observe(_workload("a", admitted=False))
     assert stages.created["a"] == first_seen
     assert "a" not in stages.admitted
-    stages._observe(_workload("a", admitted=True))
+    stages.observe(_workload("a", admitted=True))
     assert stages.admitted["a"] >= first_seen
 
 

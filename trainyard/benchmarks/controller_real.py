@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import statistics
-import sys
 import time
-import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,17 +91,28 @@ async def measure_real(
 
 
 async def _run_jobs(cluster: Any, kubeconfig: Path, jobs: int, rate: float, runtime: str) -> dict[str, Any]:
+    from sandbox.real.service_process import ServiceProcess
     from scheduler.kube import KubeClient, load_api_client
 
     admin_api = await load_api_client(cluster.kubeconfig("admin"))
     admin = KubeClient(admin_api)
     launched_at: dict[str, float] = {}
     all_launched = asyncio.Event()
-    watcher = asyncio.create_task(_watch_jobsets(admin, launched_at, jobs, all_launched))
+
+    def launched(obj: dict[str, Any]) -> None:
+        _launched(obj, launched_at)
+        if len(launched_at) >= jobs:
+            all_launched.set()
+
+    watcher = asyncio.create_task(_follow(admin, "JobSet", launched))
     stages = WorkloadStages()
-    stage_watcher = asyncio.create_task(stages.watch(admin))
+    stage_watcher = asyncio.create_task(_follow(admin, "Workload", stages.observe))
     created_at: dict[str, float] = {}
-    service = await _start_service(kubeconfig, cluster.workdir / "trainyard-serve.log")
+    # the controllers as a platform runs them: `trainyard serve controller`, a process of its own
+    service = ServiceProcess(
+        cluster, kubeconfig, identity="trainyard-bench", controllers_only=True, extra_args=["--no-leader-elect"]
+    )
+    await asyncio.to_thread(service.start)
     try:
         await asyncio.sleep(1.0)  # informers listed: the audit from here on is the jobs' own
         before = audit_write_counts(cluster.audit_log)
@@ -121,7 +130,7 @@ async def _run_jobs(cluster: Any, kubeconfig: Path, jobs: int, rate: float, runt
         await asyncio.sleep(1.0)  # the audit log is written as requests complete
         writes = audit_write_counts(cluster.audit_log) - before
     finally:
-        await _stop_service(service)
+        await asyncio.to_thread(service.stop)
         for task in (watcher, stage_watcher):
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -138,83 +147,23 @@ async def _run_jobs(cluster: Any, kubeconfig: Path, jobs: int, rate: float, runt
     }
 
 
-async def _start_service(kubeconfig: Path, log_path: Path) -> asyncio.subprocess.Process:
-    """`trainyard serve controller` as a platform runs it: its own process, with the ServiceAccount's
-    kubeconfig; ready once /readyz says every informer has listed."""
-    port = _free_port()
-    log = log_path.open("wb")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "trainyard",
-        "serve",
-        "controller",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--launcher",
-        "jobset",
-        "--no-leader-elect",
-        "--metrics-port",
-        str(port),
-        stdout=log,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    log.close()
-    deadline = time.monotonic() + 120.0
-    while time.monotonic() < deadline:
-        if process.returncode is not None:
-            raise SystemExit(f"bench controller --real: trainyard serve exited ({process.returncode}); see {log_path}")
-        if await asyncio.to_thread(_ready, port):
-            return process
-        await asyncio.sleep(0.2)
-    await _stop_service(process)
-    raise SystemExit(f"bench controller --real: trainyard serve was not ready within 120 s; see {log_path}")
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1.0) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def _stop_service(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.terminate()
-        try:
-            await asyncio.wait_for(process.wait(), timeout=15.0)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-
-
-async def _watch_jobsets(client: Any, launched_at: dict[str, float], jobs: int, done: asyncio.Event) -> None:
-    """When each TrainJob's JobSet appears: list, then watch from the list's revision, again after
-    any refusal (kube-apiserver answers 429 while a just-installed CRD's storage initialises)."""
+async def _follow(client: Any, kind: str, observe: Callable[[dict[str, Any]], None]) -> None:
+    """Every object of ``kind`` in the bench's namespace to ``observe``: list, then watch from the
+    list's revision, again after any refusal (kube-apiserver answers 429 while a just-installed
+    CRD's storage initialises). Runs until cancelled."""
     from scheduler.kube import KubeApiError
 
-    while not done.is_set():
+    while True:
         try:
-            listed = await client.list("JobSet", NAMESPACE)
+            listed = await client.list(kind, NAMESPACE)
             for obj in listed.items:
-                _launched(obj, launched_at)
+                observe(obj)
             async for event in client.watch(
-                "JobSet", NAMESPACE, resource_version=listed.resource_version, timeout_seconds=3600
+                kind, NAMESPACE, resource_version=listed.resource_version, timeout_seconds=3600
             ):
-                _launched(event.object, launched_at)
-                if len(launched_at) >= jobs:
-                    done.set()
+                observe(event.object)
         except (KubeApiError, OSError, TimeoutError):
             await asyncio.sleep(0.2)
-        if len(launched_at) >= jobs:
-            done.set()
 
 
 def _launched(obj: dict[str, Any], launched_at: dict[str, float]) -> None:
@@ -243,22 +192,7 @@ class WorkloadStages:
         self.created: dict[str, float] = {}  # TrainJob name -> its Workload first seen
         self.admitted: dict[str, float] = {}  # TrainJob name -> its Workload's admission first seen
 
-    async def watch(self, client: Any) -> None:
-        from scheduler.kube import KubeApiError
-
-        while True:
-            try:
-                listed = await client.list("Workload", NAMESPACE)
-                for obj in listed.items:
-                    self._observe(obj)
-                async for event in client.watch(
-                    "Workload", NAMESPACE, resource_version=listed.resource_version, timeout_seconds=3600
-                ):
-                    self._observe(event.object)
-            except (KubeApiError, OSError, TimeoutError):
-                await asyncio.sleep(0.2)
-
-    def _observe(self, obj: dict[str, Any]) -> None:
+    def observe(self, obj: dict[str, Any]) -> None:
         now = time.perf_counter()
         for reference in (obj.get("metadata") or {}).get("ownerReferences") or ():
             if reference.get("controller"):

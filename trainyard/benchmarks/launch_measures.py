@@ -76,21 +76,20 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def per_job_writes(writes: Counter[str], jobs: int) -> dict[str, Any]:
-    """Object, status and Event writes per job, and the object writes per verb and resource."""
-    by_kind = {
-        key.split(":", 1)[1]: round(count / jobs, 2)
-        for key, count in sorted(writes.items())
-        if key.startswith("object:") and count > 0
-    }
-    status_by_kind = {
-        key.split(":", 1)[1]: round(count / jobs, 2)
-        for key, count in sorted(writes.items())
-        if key.startswith("status:") and count > 0
-    }
+    """Object, status and Event writes per job, and the object and status writes per verb and resource."""
+
+    def by_kind(kind: str) -> dict[str, float]:
+        prefix = f"{kind}:"
+        return {
+            key.removeprefix(prefix): round(count / jobs, 2)
+            for key, count in sorted(writes.items())
+            if key.startswith(prefix) and count > 0
+        }
+
     return {
         "writes_per_job": round(writes["object"] / jobs, 2),
-        "object_writes_by_kind": by_kind,
+        "object_writes_by_kind": by_kind("object"),
         "status_writes_per_job": round(writes["status"] / jobs, 2),
-        "status_writes_by_kind": status_by_kind,
+        "status_writes_by_kind": by_kind("status"),
         "event_writes_per_job": round(writes["event"] / jobs, 2),
     }

@@ -86,7 +86,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     inputs = each_objects_input(args) if args.objects else [scenario_input(args)]
     if args.replay is not None:
         return replay_recordings(inputs[0], args.replay)
-    if args.record is not None and len(inputs) == 1:
+    if args.record is not None:  # one input: run() refuses --record with --each
         await asyncio.to_thread(args.record.parent.mkdir, parents=True, exist_ok=True)
     cluster = RealCluster(ClusterTools.locate(args.binaries), parity_settings(any(p.fair_sharing for p in inputs)))
     await asyncio.to_thread(cluster.start)
