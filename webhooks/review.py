@@ -11,8 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonpatch
-
 from runtimes.k8s import wire
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
@@ -74,37 +72,38 @@ class Verdict:
     @classmethod
     def mutate(cls, original: dict[str, Any], mutated: dict[str, Any], warnings: list[str] | None = None) -> Verdict:
         """Allow with the RFC 6902 patch that turns ``original`` into ``mutated`` (empty: no patch)."""
-        operations: list[dict[str, Any]] = jsonpatch.make_patch(*_without_shared(original, mutated)).patch
+        operations: list[dict[str, Any]] = []
+        _diff(original, mutated, "", operations)
         return cls(True, warnings=list(warnings or []), patch=operations or None)
 
 
-def _without_shared(original: Any, mutated: Any) -> tuple[Any, Any]:
-    """Both objects less the dict entries they share: the same patch, found without walking them.
+def _diff(before: Any, after: Any, path: str, operations: list[dict[str, Any]]) -> None:
+    """Append to ``operations`` the JSON patch that turns ``before`` into ``after``.
 
     A mutating webhook copies only the dicts on the paths it changes, so whatever it left alone is
-    the very same object in both; jsonpatch would compare (and serialize) all of it. Only object
-    identity and dicts are pruned: lists and values that differ are left for jsonpatch to diff.
+    the very same object in both and is skipped without a comparison. Dicts are diffed key by key;
+    any other value that differs (a list included) is replaced whole, which keeps the patch free of
+    list indices that shift under one another.
     """
-    if not isinstance(original, dict) or not isinstance(mutated, dict):
-        return original, mutated
-    kept_original: dict[str, Any] = {}
-    kept_mutated: dict[str, Any] = {}
-    for key, before in original.items():
-        if key not in mutated:
-            kept_original[key] = before
-            continue
-        after = mutated[key]
-        if before is after:
-            continue
-        if isinstance(before, dict) and isinstance(after, dict):
-            before, after = _without_shared(before, after)
-            if not before and not after:
-                continue
-        kept_original[key], kept_mutated[key] = before, after
-    for key, after in mutated.items():
-        if key not in original:
-            kept_mutated[key] = after
-    return kept_original, kept_mutated
+    if before is after:
+        return
+    if type(before) is dict and type(after) is dict:
+        for key, old in before.items():
+            where = f"{path}/{_pointer_token(key)}"
+            if key in after:
+                _diff(old, after[key], where, operations)
+            else:
+                operations.append({"op": "remove", "path": where})
+        for key, new in after.items():
+            if key not in before:
+                operations.append({"op": "add", "path": f"{path}/{_pointer_token(key)}", "value": new})
+    elif type(before) is not type(after) or before != after:
+        operations.append({"op": "replace", "path": path, "value": after})
+
+
+def _pointer_token(key: str) -> str:
+    """A key as one JSON pointer token (RFC 6901: ``~`` is ``~0``, ``/`` is ``~1``)."""
+    return key.replace("~", "~0").replace("/", "~1") if "~" in key or "/" in key else key
 
 
 def _text(value: Any, path: str, uid: str | None, *, required: bool = True) -> str | None:

@@ -59,6 +59,7 @@ def _serve(objects: str, pipe: Connection, profile: str | None = None) -> None:
     import signal
     import tempfile
 
+    from trainyard.event_loop import run_server
     from webhooks.objects import ObjectCache, load_directory
     from webhooks.server import WebhookServer
     from webhooks.tls import self_signed, server_context
@@ -81,7 +82,7 @@ def _serve(objects: str, pipe: Connection, profile: str | None = None) -> None:
     profiler = cProfile.Profile(time.process_time) if profile else None
     if profiler is not None:
         profiler.enable()
-    asyncio.run(main())
+    run_server(main())  # the loop `trainyard serve` runs on
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(str(profile))

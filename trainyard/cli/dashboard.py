@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from trainyard.cli.errors import UserError
+from trainyard.event_loop import run_server
 
 if TYPE_CHECKING:
     from dashboard import DashboardData, DashboardServer, QuotaWriter
@@ -64,7 +65,7 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
-    return asyncio.run(_serve(args))
+    return run_server(_serve(args))
 
 
 def local_store(path: Path | None) -> Any:

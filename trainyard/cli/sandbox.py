@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainyard.cli.errors import UserError
+from trainyard.event_loop import run_server
 
 DEFAULT_KUBECONFIG = Path("sandbox.kubeconfig")
 
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.kubeconfig_out
     if not out.parent.is_dir():
         raise UserError(f"--kubeconfig-out {out}: the directory {out.parent} does not exist")
-    return asyncio.run(_up(args))
+    return run_server(_up(args))
 
 
 def _make_sandbox(args: argparse.Namespace) -> Any:

@@ -21,10 +21,10 @@ connections to a cluster.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 
 from trainyard.cli.errors import UserError
+from trainyard.event_loop import run_server
 
 SERVICES = ("webhook", "controller")
 LAUNCHER_MODES = ("jobset", "trainer")
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--context needs --kubeconfig PATH")
         from trainyard.cli.serve.controllers_alone import serve_controller_alone
 
-        return asyncio.run(serve_controller_alone(args))
+        return run_server(serve_controller_alone(args))
     if args.tls_cert_dir is None and not args.self_signed:
         raise UserError("choose TLS: --tls-cert-dir DIR (tls.crt, tls.key) or --self-signed")
     if args.write_ca_bundle is not None and not args.self_signed:
@@ -247,4 +247,4 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--requestheader-allowed-names needs --requestheader-client-ca-file FILE")
     from trainyard.cli.serve.admission_webhook import serve_webhook
 
-    return asyncio.run(serve_webhook(args))
+    return run_server(serve_webhook(args))
