@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import AliasChoices, BaseModel
 
@@ -40,6 +40,7 @@ def register_upstream_fields(model: type[BaseModel], names: Iterable[str]) -> No
     """Fields of the upstream type ``model`` stands for that the model itself does not declare."""
     _UPSTREAM_FIELDS[model] = _UPSTREAM_FIELDS.get(model, frozenset()) | frozenset(names)
     _known_names.cache_clear()
+    _walked_fields.cache_clear()
 
 
 def format_path(path: FieldPath) -> str:
@@ -83,6 +84,26 @@ def _known_names(model: type[BaseModel]) -> tuple[frozenset[str], dict[str, str]
 
 
 @cache
+def _walked_fields(model: type[BaseModel]) -> dict[str, str]:
+    """Attribute -> wire name of the declared fields that can hold a model (the only ones an
+    unknown field can hide below): a string, a number or a list of them is never walked."""
+    _, declared = _known_names(model)
+    return {
+        name: wire
+        for name, wire in declared.items()
+        if wire not in _NOT_WALKED and _may_hold_model(model.model_fields[name].annotation)
+    }
+
+
+def _may_hold_model(annotation: Any) -> bool:
+    if annotation is Any or annotation is object:
+        return True
+    if isinstance(annotation, type) and not get_args(annotation):
+        return issubclass(annotation, BaseModel)
+    return any(_may_hold_model(argument) for argument in get_args(annotation))
+
+
+@cache
 def _suggest(name: str, known: frozenset[str]) -> str | None:
     # camelCase wire names only: a snake_case attribute name is not what a person should write.
     candidates = [k for k in known if "_" not in k]
@@ -121,19 +142,20 @@ def _walk(value: Any, path: FieldPath, found: list[UnknownField]) -> None:
             if _is_model(type(item)):
                 _walk(item, (*path, str(key)), found)
     elif isinstance(value, KubeModel):  # a model, as _is_model(cls) says; the check tells mypy so
-        known, declared = _known_names(type(value))
+        known, _ = _known_names(type(value))
         extra = value.__pydantic_extra__
         if extra:
             for key in extra:
                 if key not in known:
                     found.append(UnknownField((*path, key), _suggest(key, known)))
-        for name in value.model_fields_set:
-            wire = declared.get(name)
-            if wire is None or wire in _NOT_WALKED:
-                continue
-            child = getattr(value, name)
-            if _walks_into(child):
-                _walk(child, (*path, wire), found)
+        walked = _walked_fields(type(value))
+        if walked:
+            for name in value.model_fields_set:
+                wire = walked.get(name)
+                if wire is not None:
+                    child = getattr(value, name)
+                    if _walks_into(child):
+                        _walk(child, (*path, wire), found)
 
 
 def unknown_fields(obj: KubeModel) -> list[UnknownField]:
