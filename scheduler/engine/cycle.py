@@ -29,6 +29,7 @@ CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
 LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
 # Kueue's message for a head skipped in a cycle because an earlier admission took its room
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+_NEWER = "LowerOrNewerEqualPriority"  # the one preemption policy that reads queue order times
 
 
 @dataclass(slots=True, init=False)
@@ -71,6 +72,10 @@ class AdmissionCycle:
         self._changes = 0  # admissions and evictions so far in this cycle
         self._round_start = 0  # ... when the current round's heads were nominated
         self._drained = False  # stopped queues were drained at the start of this cycle
+        # the preemption oracle's answers, while ``_changes`` is what it was when they were
+        # given: candidates and quota change only with admissions and evictions
+        self._probes: dict[tuple[str, FlavorResource, int, int, float], tuple[Mode, int]] = {}
+        self._probes_at = 0
 
     # ------------------------------------------------------------------------------ rounds
 
@@ -165,6 +170,23 @@ class AdmissionCycle:
         policy = cq.policies.preemption
         if policy.within_cluster_queue == "Never" and policy.reclaim_within_cohort == "Never":
             return Mode.NO_CANDIDATES, cq.node.borrow_height(fr, amount)
+        if workload.admission is not None:  # an admitted preemptor is left out of its own candidates
+            return self._oracle(cq, workload, fr, amount)
+        if self._probes_at != self._changes:
+            self._probes.clear()
+            self._probes_at = self._changes
+        # what the oracle reads of a pending preemptor: its priority, and its queue order time
+        # where a policy compares equal priorities by it
+        newer = _NEWER in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+        key = (cq.name, fr, amount, workload.priority, workload.queue_order_time if newer else 0.0)
+        answer = self._probes.get(key)
+        if answer is None:
+            answer = self._probes[key] = self._oracle(cq, workload, fr, amount)
+        return answer
+
+    def _oracle(
+        self, cq: ClusterQueueInfo, workload: WorkloadInfo, fr: FlavorResource, amount: int
+    ) -> tuple[Mode, int]:
         victims = find_victims(
             cq, workload, {fr: amount}, self.engine.model.cluster_queues, fair_sharing=self.engine.config.fair_sharing
         )

@@ -59,11 +59,16 @@ def classical_victims(
 ) -> list[Victim] | None:
     policy = cq.policies.preemption
     own = own_pools(cq, preemptor, contested, policy.within_cluster_queue)
+    reclaimable = _reclaimable_queues(cq.node, contested, policy)
+    if not own and not reclaimable:
+        return None  # nobody to take: what the search would find after gathering no pools
     borrowing_forbidden = _borrowing_forbidden(policy)
     # At or over nominal without borrowWithinCohort, Kueue searches only with borrowing, where
     # no priority-based candidate is valid: gather the hierarchical ones alone.
     only_borrowing = borrowing_forbidden and not _under_nominal(cq.node, contested)
-    others = _reclaim_pools(cq, preemptor, usage, contested, cluster_queues, policy, only_borrowing)
+    others = (
+        _reclaim_pools(cq, preemptor, usage, contested, cluster_queues, policy, only_borrowing) if reclaimable else []
+    )
 
     def still_valid(candidate: Candidate) -> bool:
         return candidate.same_queue or _over_nominal_up_to_meeting_point(candidate, contested)
@@ -88,6 +93,16 @@ def classical_victims(
 def _borrowing_forbidden(policy: ClusterQueuePreemption) -> bool:
     borrow = policy.borrow_within_cohort
     return borrow is None or borrow.policy == "Never"
+
+
+def _reclaimable_queues(
+    node: QuotaNode, contested: list[FlavorResource], policy: ClusterQueuePreemption
+) -> list[QuotaNode]:
+    """The other ClusterQueues of the tree that could hold a reclaim candidate: only those beyond
+    their nominal quota on a contested resource are gathered (``_Gathering.subtree``)."""
+    if node.parent is None or policy.reclaim_within_cohort == "Never":
+        return []
+    return [leaf for leaf in node.root().leaves() if leaf is not node and not _within_nominal(leaf, contested)]
 
 
 def _within_nominal(node: QuotaNode, contested: list[FlavorResource]) -> bool:
@@ -193,9 +208,13 @@ def _reclaim_pools(
     gathering = _Gathering(cq, preemptor, contested, cluster_queues, policy)
     advantage, remaining = _fits_in_quota(node, usage)
     walked: QuotaNode | None = None
-    for subtree_root in node.ancestors():
+    ancestors = node.ancestors()
+    last = len(ancestors) - 1
+    for k, subtree_root in enumerate(ancestors):
         if advantage or not hierarchical_only:
             gathering.subtree(subtree_root, walked, subtree_root, advantage)
+        if k == last:
+            break  # (no level above the root reads what it leaves)
         held, remaining = _fits_in_quota(subtree_root, remaining)
         advantage = advantage or held
         walked = subtree_root

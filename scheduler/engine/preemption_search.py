@@ -148,15 +148,19 @@ def fits_without_all(
     walk them all for nothing. Removal is summed per ClusterQueue (the quota tree composes), from
     the priority levels' totals where whole levels are candidates, so no candidate is listed."""
     removed = usage_by_queue(pools)
+    # only the preemptor's resources are taken out: each resource's quota arithmetic is its own,
+    # and ``fits`` reads no other
     for queue, totals in removed:
         for fr, amount in totals.items():
-            queue.node.remove_usage(fr, amount)
+            if fr in usage:
+                queue.node.remove_usage(fr, amount)
     try:
         return fits(cq, usage, allow_borrowing)
     finally:
         for queue, totals in removed:
             for fr, amount in totals.items():
-                queue.node.add_usage(fr, amount)
+                if fr in usage:
+                    queue.node.add_usage(fr, amount)
 
 
 def victim(candidate: Candidate, reason: str, preemptor: WorkloadInfo) -> Victim:

@@ -376,6 +376,18 @@ class CapacityState:
             vector[self.resource_index[PODS]] = 1
         return vector
 
+    def amounts_list(self, requests: Mapping[str, int]) -> list[int]:
+        """``amounts_vector`` as plain ints, without an array (the placer's per-choice path)."""
+        amounts = [0] * len(self.resources)
+        for res, amount in requests.items():
+            row = self.resource_index.get(res)
+            if row is not None:
+                amounts[row] = amount
+        pods_row = self.resource_index.get(PODS)
+        if pods_row is not None and not requests.get(PODS):
+            amounts[pods_row] = 1
+        return amounts
+
     def pods_usage(self, requests: Mapping[str, int], pods: int) -> IntArray:
         """resources × pods: what ``pods`` pods of one shape use, one column per pod."""
         return np.repeat(self.amounts_vector(requests)[:, None], pods, axis=1)

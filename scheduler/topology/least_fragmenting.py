@@ -83,7 +83,7 @@ class LeastFragmenting:
         if len(nodes) <= 1:
             return tightest
         table = self.history.whole_table(state, gpu_row)
-        taken = [amount * need for amount in state.amounts_vector(requests).tolist()]
+        taken = [amount * need for amount in state.amounts_list(requests)]
         return _least_growth_node(table, state, nodes, held, taken, gpu_row)
 
     def refine_partial(
@@ -104,7 +104,7 @@ class LeastFragmenting:
         slots = counts.slots
         level = index.depth - 2  # the domains directly above the nodes
         taken_nodes = {node for node, _ in picked.pairs}
-        per_pod = state.amounts_vector(requests).tolist()
+        per_pod = state.amounts_list(requests)
         for k, (node, pods) in enumerate(picked.pairs):
             if pods >= int(slots[node]):
                 continue  # fills its node
@@ -137,13 +137,23 @@ def _least_growth_node(
 ) -> int:
     """Among ``nodes`` (each holding ``held`` pods of the shape), the one whose fragmentation grows
     least when ``taken`` leaves it; ties to the fewest held, then the first in topology order."""
+    # growth reads a node only through its kind and free amounts: nodes alike (empty ones of a
+    # class, mostly) are counted once
+    known: dict[tuple[int, tuple[int, ...]], int] = {}
+    node_kind = table.node_kind
     best = nodes[0]
-    best_growth = table.growth(best, state.free_at(best), taken, gpu_row)
+    best_growth = 0
     best_held = held[0]
-    for k in range(1, len(nodes)):
+    for k in range(len(nodes)):
         node = nodes[k]
-        growth = table.growth(node, state.free_at(node), taken, gpu_row)
-        if growth < best_growth or (
+        free = state.free_at(node)
+        key = (node_kind[node], tuple(free))
+        growth = known.get(key)
+        if growth is None:
+            growth = known[key] = table.growth(node, free, taken, gpu_row)
+        if k == 0:
+            best_growth = growth
+        elif growth < best_growth or (
             growth == best_growth and (held[k] < best_held or (held[k] == best_held and node < best))
         ):
             best, best_growth, best_held = node, growth, held[k]

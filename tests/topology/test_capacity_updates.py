@@ -132,3 +132,10 @@ def test_grown_moves_only_when_capacity_may_grow_and_versions_come_back_after_a_
     assert placer.versions() == before
     placer.release(gang)
     assert placer.grown != grown  # a release frees nodes: remembered failures are asked again
+
+
+def test_amounts_list_equals_amounts_vector() -> None:
+    """The placer's plain-int amounts (least fragmenting's hot path) read requests as the array does."""
+    state = _placer().state
+    for requests in ({GPU: 2}, {GPU: 8, "cpu": 4000}, {}, {"pods": 3, GPU: 1}, {"example.com/none": 5}):
+        assert state.amounts_list(requests) == state.amounts_vector(requests).tolist()
