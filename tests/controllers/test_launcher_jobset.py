@@ -8,8 +8,10 @@ JobSet controller's part (creating the gated pods, reporting JobSet status).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import time
+from typing import Any, cast
 
+from builders import trainjob as build_trainjob
 from fakeapi.fixtures import FakeApi
 from launcher_support import (
     EVICTED_STATUS,
@@ -21,10 +23,12 @@ from launcher_support import (
     gated_pod,
     launcher,
     seed_cluster,
+    workload_doc,
     writes_since,
 )
 
 from scheduler.api.topology_assignment import HOSTNAME_LABEL
+from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.constants import (
     MANAGED_LABEL,
     PODSET_LABEL,
@@ -32,6 +36,10 @@ from scheduler.controllers.constants import (
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
+from scheduler.controllers.launcher.jobset import JOBSET_GONE_RECHECK, JobSetLauncher
+from scheduler.controllers.launcher.reconciler import LaunchContext
+from scheduler.controllers.views import TrainJobView, WorkloadView
+from scheduler.controllers.writes import ObjectWrites
 from scheduler.kube import KubeClient
 from tests.eventually import eventually
 
@@ -237,3 +245,66 @@ async def test_a_status_write_refused_with_a_conflict_still_ends_complete(fake_a
         await check_completion_mirrored(client)
         assert refusal.remaining == 0
         assert built.writes.conflicts == conflicts + 1  # the refused write was the launcher's
+
+
+class _RecordedWrites(ObjectWrites):
+    """Writes that go nowhere: each is recorded instead."""
+
+    def __init__(self) -> None:
+        super().__init__(cast(KubeClient, None))
+        self.made: list[str] = []
+
+    async def create(self, document: dict[str, Any]) -> bool:
+        self.made.append(f"create {document['kind']}")
+        return True
+
+    async def patch_status(self, kind: str, document: dict[str, Any], status: dict[str, Any]) -> bool:
+        self.made.append(f"status {kind}")
+        return True
+
+
+async def test_a_sync_before_the_cache_shows_the_created_jobset_writes_nothing() -> None:
+    # The TrainJob runs and is admitted, but the cache does not show the JobSet this launcher has
+    # just created: without the expectation, this sync would POST the JobSet again (a 409) and
+    # write the TrainJob's status without it, then again once the JobSet shows.
+    running = dict(build_trainjob("llm", NS, nodes=2, trainer={"image": "trainer:1"}, queue="lq", suspend=False))
+    running["metadata"]["uid"] = "uid-llm"
+    workload = {**workload_doc(running), "status": admitted_status([("n1", 2)])}
+    writes = _RecordedWrites()
+    jobset_launcher = JobSetLauncher()
+    ctx = LaunchContext("team/llm", TrainJobView(running), WorkloadView(workload), ClusterCache(), writes)
+    assert ctx.admitted
+    assert not ctx.suspended
+    jobset_launcher._created[ctx.key] = time.monotonic()  # as _create leaves it
+    assert await jobset_launcher.sync(ctx) == JOBSET_GONE_RECHECK
+    assert writes.made == []
+
+
+async def test_a_start_writes_the_trainjob_status_once_and_the_jobset_once(fake_api: FakeApi) -> None:
+    # Until the cache shows the JobSet it just created, the launcher neither writes the TrainJob's
+    # status without it (then again with it) nor POSTs the JobSet again into a 409.
+    trainjob = seed_cluster(fake_api, nodes=2)
+    async with launcher(fake_api) as (client, built):
+
+        async def pending() -> bool:
+            suspended = condition(await client.get("TrainJob", "llm", NS), "Suspended")
+            return suspended is not None and suspended["reason"] == "Suspended"
+
+        await eventually(pending, what="the queued TrainJob marked Suspended")
+        start = len(fake_api.server.requests)
+        await admit(client, fake_api, trainjob, [("n1", 2)])
+
+        async def running() -> bool:
+            job = await client.get("TrainJob", "llm", NS)
+            return job["spec"].get("suspend") is False and condition(job, "Created") is not None
+
+        await eventually(running, what="the TrainJob running with its JobSet created")
+        await asyncio.sleep(0.5)  # whatever a second look would write, it has written by now
+    writes = [
+        f"{r.method} {r.path}"
+        for r in fake_api.server.requests[start:]
+        if r.method in ("POST", "PUT", "PATCH") and ("/trainjobs/" in r.path or r.path.endswith("/jobsets"))
+    ]
+    assert sum(1 for w in writes if w.startswith("PATCH") and w.endswith("/trainjobs/llm/status")) == 1, writes
+    assert sum(1 for w in writes if w.startswith("POST") and w.endswith("/jobsets")) == 1, writes
+    assert built.writes.conflicts == 0

@@ -21,6 +21,7 @@ It mirrors the JobSet into the TrainJob's status as Trainer would (``trainjob_st
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from runtimes.api.trainer import (
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 
 # While a deleted JobSet is still going away (finalizers, foreground deletion), look again after this.
 JOBSET_GONE_RECHECK = 1.0
+# How long a JobSet this launcher created may stay out of the cache before the launcher believes
+# the cache (the JobSet was deleted meanwhile) and creates it again.
+JOBSET_EXPECTED_FOR = 5.0
 
 
 class RuntimeMissing(Exception):
@@ -105,6 +109,12 @@ def launch_objects(ctx: LaunchContext) -> list[dict[str, Any]]:
 class JobSetLauncher:
     mode: LauncherMode = "jobset"
 
+    def __init__(self) -> None:
+        # TrainJob key -> monotonic time this launcher created its JobSet, until the cache shows
+        # it ("expectations"): a sync in that gap would write the TrainJob's status without the
+        # JobSet, then again with it, and POST the JobSet a second time into a 409.
+        self._created: dict[str, float] = {}
+
     def watches(self) -> list[WatchSpec]:
         return [
             WatchSpec("TrainJob"),
@@ -128,6 +138,7 @@ class JobSetLauncher:
         return None
 
     async def stop(self, ctx: LaunchContext) -> float | None:
+        self._created.pop(ctx.key, None)
         suspended = ctx.trainjob_copy()
         suspended.setdefault("spec", {})["suspend"] = True
         if await ctx.writes.replace("TrainJob", suspended) is None:
@@ -138,6 +149,10 @@ class JobSetLauncher:
 
     async def sync(self, ctx: LaunchContext) -> float | None:
         jobset = owned_jobset(ctx)
+        if jobset is not None:
+            self._created.pop(ctx.key, None)
+        elif self._awaiting(ctx.key):
+            return JOBSET_GONE_RECHECK  # its watch event wakes this key sooner
         finished = ctx.trainjob.finished
         if not finished and ctx.suspended and jobset is not None and not ctx.admitted:
             # A stop that suspended the TrainJob but did not get to the JobSet.
@@ -152,12 +167,22 @@ class JobSetLauncher:
             await ctx.writes.patch_status("TrainJob", ctx.trainjob.document, desired)
         return None
 
-    @staticmethod
-    async def _create(ctx: LaunchContext) -> None:
+    def _awaiting(self, key: str) -> bool:
+        """A JobSet created for ``key`` moments ago that the cache does not show yet."""
+        created = self._created.get(key)
+        if created is None:
+            return False
+        if time.monotonic() - created < JOBSET_EXPECTED_FOR:
+            return True
+        del self._created[key]
+        return False
+
+    async def _create(self, ctx: LaunchContext) -> None:
         for document in launch_objects(ctx):
             created = await ctx.writes.create(document)
             if created:
                 log.info("launcher: created %s %s/%s", document["kind"], ctx.namespace, document["metadata"]["name"])
+        self._created[ctx.key] = time.monotonic()
 
     @staticmethod
     async def _delete_jobset(ctx: LaunchContext) -> None:
