@@ -60,11 +60,13 @@ def _serve(objects: str, pipe: Connection, profile: str | None = None) -> None:
     import tempfile
 
     from trainyard.event_loop import run_server
+    from trainyard.gc_tuning import tune_for_large_heaps
     from webhooks.objects import ObjectCache, load_directory
     from webhooks.server import WebhookServer
     from webhooks.tls import self_signed, server_context
 
     _pin(first=True)  # one core, as the target says
+    tune_for_large_heaps()  # the collector as `trainyard serve` sets it (a spawned child starts from defaults)
 
     async def main() -> None:
         cache = ObjectCache()
