@@ -368,13 +368,8 @@ class CapacityState:
         return out
 
     def amounts_vector(self, requests: Mapping[str, int]) -> IntArray:
-        vector = np.zeros(len(self.resources), dtype=np.int64)
-        for res, amount in requests.items():
-            if res in self.resource_index:
-                vector[self.resource_index[res]] = amount
-        if PODS in self.resource_index and not requests.get(PODS):
-            vector[self.resource_index[PODS]] = 1
-        return vector
+        """One pod of ``requests``, one row per resource (``pods`` counts 1 unless asked)."""
+        return np.array(self.amounts_list(requests), dtype=np.int64)
 
     def amounts_list(self, requests: Mapping[str, int]) -> list[int]:
         """``amounts_vector`` as plain ints, without an array (the placer's per-choice path)."""

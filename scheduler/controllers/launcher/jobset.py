@@ -46,6 +46,7 @@ JOBSET_GONE_RECHECK = 1.0
 # How long a JobSet this launcher created may stay out of the cache before the launcher believes
 # the cache (the JobSet was deleted meanwhile) and creates it again.
 JOBSET_EXPECTED_FOR = 5.0
+_EXPECTATIONS_KEPT = 1024  # past this many, the lapsed ones are dropped
 
 
 class RuntimeMissing(Exception):
@@ -182,7 +183,11 @@ class JobSetLauncher:
             created = await ctx.writes.create(document)
             if created:
                 log.info("launcher: created %s %s/%s", document["kind"], ctx.namespace, document["metadata"]["name"])
-        self._created[ctx.key] = time.monotonic()
+        now = time.monotonic()
+        if len(self._created) >= _EXPECTATIONS_KEPT:
+            # keys of TrainJobs deleted before their JobSet showed are never synced again
+            self._created = {key: at for key, at in self._created.items() if now - at < JOBSET_EXPECTED_FOR}
+        self._created[ctx.key] = now
 
     @staticmethod
     async def _delete_jobset(ctx: LaunchContext) -> None:
