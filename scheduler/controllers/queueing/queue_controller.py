@@ -94,6 +94,7 @@ class QueueController:
         self._last_cycle: float | None = None  # loop time
         self._cycle_cost = 0.0  # seconds the last cycle spent computing (not waiting on writes)
         self.cycles = 0
+        self.cycle_listeners: list[Callable[[], None]] = []  # told once each cycle has decided
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
         # Decisions that release quota in the engine before their writes land (a cycle's, a
@@ -165,6 +166,8 @@ class QueueController:
         started = time.perf_counter()
         result = self.engine.schedule(now)
         self._cycle_cost = time.perf_counter() - started
+        for listener in self.cycle_listeners:
+            listener()
         retry = await self._write_decisions(result, now)
         await self._write_pending(now)
         if self.metrics is not None:

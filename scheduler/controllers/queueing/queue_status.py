@@ -32,11 +32,11 @@ from scheduler.queues.status import ACTIVE, CheckStates, cluster_queue_status, l
 log = logging.getLogger(__name__)
 
 BATCH_PERIOD = 1.0  # Kueue's UpdatesBatchPeriod
-# Seconds between looks while the queue controller's engine has not taken the latest change in.
-# Half of Kueue's batch period: the status is written at most once a period anyway, and on a busy
-# cluster (inputs changing all the time) each queue key looked ten times a second at 0.1 s: 7 of
-# 17 CPU seconds of `bench admission --real` at 1,000 Workloads went there.
-_NOT_READY_RETRY = BATCH_PERIOD / 2
+# A key waiting for the queue controller's next cycle comes back when that cycle has decided
+# (``cycle_ran``, called by the queue controller); this slow look is only the fallback should that
+# call never come. Looking every 0.1 s instead was 7 of 17 CPU seconds of `bench admission --real`
+# at 1,000 Workloads, and every lockstep instant of the sandbox waited on the timer.
+_NOT_READY_FALLBACK = 5 * BATCH_PERIOD
 _OWNED = ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads", "flavorsReservation", "flavorsUsage")
 # What the figures depend on: a change of any of these invalidates the tally of every queue.
 _INPUT_KINDS = ("Workload", "ClusterQueue", "LocalQueue", "ResourceFlavor", "Topology", "Cohort")
@@ -117,6 +117,8 @@ class QueueStatusController:
         self.batch_period = batch_period
         self.clock = clock
         self._written: dict[str, float] = {}  # key -> loop time of its last status write
+        self._awaiting_cycle: set[str] = set()  # keys to look at again once the next cycle has decided
+        self._enqueue: Callable[[str], None] | None = None  # set by bind()
         self.writes = 0
         # One tally of every queue serves all keys until an input changes (a new term's resync
         # enqueues every queue at once: one pass over the workloads, not one per queue).
@@ -124,6 +126,18 @@ class QueueStatusController:
         self._tally: tuple[tuple[int, int], Any] | None = None
         for kind in _INPUT_KINDS:
             cache.on_change(kind, self._input_changed)
+
+    def bind(self, enqueue: Callable[[str], None]) -> None:
+        """Give the controller its work queue's ``add`` (for the keys that wait on a cycle)."""
+        self._enqueue = enqueue
+
+    def cycle_ran(self) -> None:
+        """The queue controller's engine has decided a cycle: the keys that waited for it come back."""
+        if self._enqueue is None:
+            return
+        waiting, self._awaiting_cycle = self._awaiting_cycle, set()
+        for key in waiting:
+            self._enqueue(key)
 
     def _input_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self._changes += 1
@@ -162,7 +176,8 @@ class QueueStatusController:
             self._written.pop(key, None)
             return ReconcileResult()
         if engine is None or self.cycles() <= self._cycle_at_change:
-            return ReconcileResult(requeue_after=_NOT_READY_RETRY)  # the next cycle takes the change in
+            self._awaiting_cycle.add(key)  # the next cycle takes the change in, then ``cycle_ran``
+            return ReconcileResult(requeue_after=_NOT_READY_FALLBACK)
         desired = self._desired(engine, target)
         if desired is None:
             return ReconcileResult()  # the engine does not know it (yet): its own change comes back

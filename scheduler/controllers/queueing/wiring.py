@@ -83,6 +83,8 @@ def build_queue_controllers(
         client, cache, lambda: queue.engine if queue.mirror.live else None, cycles=lambda: queue.cycles, clock=clock
     )
     status_controller = Controller(queue_status, workers=1)
+    queue_status.bind(status_controller.queue.add)
+    queue.cycle_listeners.append(queue_status.cycle_ran)
     return QueueControllers(
         queue,
         trainjobs,
