@@ -170,7 +170,8 @@ def listed(pools: list[CandidatePool]) -> list[Candidate]:
     return list(in_order(pools))
 
 
-def _levels(cq: ClusterQueueInfo, policy: str, priority: int) -> list[PriorityLevel]:
+def policy_levels(cq: ClusterQueueInfo, policy: str, priority: int) -> list[PriorityLevel]:
+    """The priority levels of ``cq`` whose workloads ``policy`` lets a preemptor of ``priority`` take."""
     admitted = cq.admitted
     if policy == "LowerPriority":
         return admitted.levels_below(priority)
@@ -191,7 +192,7 @@ def priority_pools(
 ) -> list[CandidatePool]:
     """``cq``'s candidates that ``policy`` allows, one pool of ``variant`` per priority level."""
     pools: list[CandidatePool] = []
-    for level in _levels(cq, policy, preemptor.priority):
+    for level in policy_levels(cq, policy, preemptor.priority):
         if not level.used_by_any(contested):
             continue
         check: Callable[[WorkloadInfo], bool] | None = None

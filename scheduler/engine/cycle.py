@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.engine.fairsharing import FairNominee, FairSharingOrder
-from scheduler.engine.flavors import Assignment, Mode, assign_flavors, search_reduced_counts
+from scheduler.engine.flavors import AT_CURRENT_USAGE, Assignment, Mode, assign_flavors, search_reduced_counts
 from scheduler.engine.preemption import Victim, find_victims, simulate_removal, undo_removal
 from scheduler.engine.results import AdmittedWorkload, CycleResult, EvictedWorkload, PreemptedWorkload
 from scheduler.engine.workloads import Admission, PodSetAssignment, WorkloadInfo
@@ -169,7 +169,7 @@ class AdmissionCycle:
         and at which borrowing level would it fit once they are gone?"""
         policy = cq.policies.preemption
         if policy.within_cluster_queue == "Never" and policy.reclaim_within_cohort == "Never":
-            return Mode.NO_CANDIDATES, cq.node.borrow_height(fr, amount)
+            return Mode.NO_CANDIDATES, AT_CURRENT_USAGE
         if workload.admission is not None:  # an admitted preemptor is left out of its own candidates
             return self._oracle(cq, workload, fr, amount)
         if self._probes_at != self._changes:
@@ -187,11 +187,17 @@ class AdmissionCycle:
     def _oracle(
         self, cq: ClusterQueueInfo, workload: WorkloadInfo, fr: FlavorResource, amount: int
     ) -> tuple[Mode, int]:
+        # asked only where ``amount`` is beyond what is available: ``fr`` is contested
         victims = find_victims(
-            cq, workload, {fr: amount}, self.engine.model.cluster_queues, fair_sharing=self.engine.config.fair_sharing
+            cq,
+            workload,
+            {fr: amount},
+            self.engine.model.cluster_queues,
+            fair_sharing=self.engine.config.fair_sharing,
+            contested=[fr],
         )
         if not victims:
-            return Mode.NO_CANDIDATES, cq.node.borrow_height(fr, amount)
+            return Mode.NO_CANDIDATES, AT_CURRENT_USAGE
         gone = [v.workload for v in victims]
         simulate_removal(gone, self.engine.model.cluster_queues)
         try:
@@ -242,10 +248,10 @@ class AdmissionCycle:
 
     def _topology_verdict(self, cq: ClusterQueueInfo, workload: WorkloadInfo, assignment: Assignment) -> str | None:
         """For a gang that waits on quota: say so when no domain could hold it even on an empty cluster."""
-        book = self.engine.placements
-        if not assignment.pod_sets or not book.needs_placement(assignment):
+        if not assignment.pod_sets:
             return None
-        placements, why = book.place(cq, workload, assignment, simulate_empty=True)
+        # (an assignment with no TAS flavor is placed as {} at once, from the cached requests)
+        placements, why = self.engine.placements.place(cq, workload, assignment, simulate_empty=True)
         return None if placements is not None else f"{why} (even on an empty cluster: TopologyPlacementFailed)"
 
     def _victims(

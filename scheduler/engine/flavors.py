@@ -10,6 +10,7 @@ quota tree: fit (possibly borrowing), preempt (only with preemption), or no fit.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -102,7 +103,9 @@ class Assignment:
 
 # PreemptionProbe(cluster_queue, workload, fr, amount) -> (mode, borrowing level after preemption):
 # Kueue's preemption oracle. The mode is Mode.PREEMPT, RECLAIM or NO_CANDIDATES; the level is the
-# one ``amount`` would borrow at once the victims are gone (with no victims: at current usage).
+# one ``amount`` would borrow at once the victims are gone; with no victims, AT_CURRENT_USAGE: the
+# level at current usage, which the flavor assignment has worked out already.
+AT_CURRENT_USAGE = -1
 PreemptionProbe = Callable[[ClusterQueueInfo, WorkloadInfo, FlavorResource, int], tuple[Mode, int]]
 
 
@@ -175,23 +178,29 @@ def _fits_resource_quota(
     available = ceiling if empty else available_now
     if value <= available:
         return Mode.FIT, borrow
-    shortfall = (
-        f"insufficient unused quota for {resource} in flavor {flavor_name}, "
-        f"{format_amount(resource, value - available)} more needed"
-    )
     # Kueue asks the oracle only where preemption could help: the request is within nominal
     # quota, capacity lent out below the root could be reclaimed, or policy lets a borrowing
     # ClusterQueue preempt.
     if node.nominal.get(fr, 0) >= value or may_reclaim or _can_preempt_while_borrowing(cq, fair_sharing):
         if probe is None:
-            reasons.append(shortfall)
+            reasons.append(_shortfall(flavor_name, resource, value - available))
             return Mode.NO_CANDIDATES, borrow
         mode, borrow_after = probe(cq, workload, fr, value)
         if mode <= Mode.NO_CANDIDATES:
-            reasons.append(shortfall)
-        return mode, borrow_after
-    reasons.append(shortfall)
+            reasons.append(_shortfall(flavor_name, resource, value - available))
+        return mode, borrow if borrow_after == AT_CURRENT_USAGE else borrow_after
+    reasons.append(_shortfall(flavor_name, resource, value - available))
     return Mode.NO_FIT, borrow
+
+
+# The reason a head waits on quota, asked again on every retry of a head that waits: formatting
+# the amount (interpreted code) cost more than looking the words up.
+@functools.lru_cache(maxsize=4096)
+def _shortfall(flavor_name: str, resource: str, missing: int) -> str:
+    return (
+        f"insufficient unused quota for {resource} in flavor {flavor_name}, "
+        f"{format_amount(resource, missing)} more needed"
+    )
 
 
 _PLAN_LIMIT = 4096  # pod set plans kept per ClusterQueue

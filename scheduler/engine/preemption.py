@@ -48,9 +48,13 @@ def find_victims(
     *,
     fair_sharing: bool,
     extra_fit: ExtraFit | None = None,
+    contested: list[FlavorResource] | None = None,
 ) -> list[Victim] | None:
-    """The victims to evict so ``preemptor`` fits with ``usage``, or None when none will do."""
-    contested = _contested(cq, usage)
+    """The victims to evict so ``preemptor`` fits with ``usage``, or None when none will do.
+    ``contested``: the resources of ``usage`` beyond what ``cq`` has available, where the caller
+    knows them already."""
+    if contested is None:
+        contested = _contested(cq, usage)
     if not contested and extra_fit is None:
         return []
     if not contested:

@@ -18,6 +18,7 @@ back within nominal quota by the time the search reaches it.
 from __future__ import annotations
 
 from scheduler.api.kueue import ClusterQueuePreemption
+from scheduler.engine.admitted import PriorityLevel
 from scheduler.engine.candidates import (
     HIERARCHICAL_RECLAIM,
     RECLAIM_WHILE_BORROWING,
@@ -26,6 +27,7 @@ from scheduler.engine.candidates import (
     Candidate,
     CandidatePool,
     own_pools,
+    policy_levels,
     priority_pools,
 )
 from scheduler.engine.cluster import ClusterQueueInfo
@@ -35,6 +37,7 @@ from scheduler.engine.preemption_search import (
     IN_COHORT_RECLAMATION,
     ExtraFit,
     Victim,
+    fits,
     search,
     victim,
 )
@@ -58,14 +61,16 @@ def classical_victims(
     extra_fit: ExtraFit | None,
 ) -> list[Victim] | None:
     policy = cq.policies.preemption
-    own = own_pools(cq, preemptor, contested, policy.within_cluster_queue)
     reclaimable = _reclaimable_queues(cq.node, contested, policy)
-    if not own and not reclaimable:
-        return None  # nobody to take: what the search would find after gathering no pools
     borrowing_forbidden = _borrowing_forbidden(policy)
     # At or over nominal without borrowWithinCohort, Kueue searches only with borrowing, where
     # no priority-based candidate is valid: gather the hierarchical ones alone.
     only_borrowing = borrowing_forbidden and not _under_nominal(cq.node, contested)
+    if extra_fit is None and _beyond_reach(cq, preemptor, usage, policy, reclaimable, only_borrowing):
+        return None  # (most of the preemption oracle's questions end here, before any gathering)
+    own = own_pools(cq, preemptor, contested, policy.within_cluster_queue)
+    if not own and not reclaimable:
+        return None  # nobody to take: what the search would find after gathering no pools
     others = (
         _reclaim_pools(cq, preemptor, usage, contested, cluster_queues, policy, only_borrowing) if reclaimable else []
     )
@@ -88,6 +93,69 @@ def classical_victims(
         if chosen is not None:
             return [victim(c, _REASONS[c.variant], preemptor) for c in chosen]
     return None
+
+
+def _beyond_reach(
+    cq: ClusterQueueInfo,
+    preemptor: WorkloadInfo,
+    usage: dict[FlavorResource, int],
+    policy: ClusterQueuePreemption,
+    reclaimable: list[QuotaNode],
+    only_borrowing: bool,
+) -> bool:
+    """Whether no search ``classical_victims`` would make can fit the preemptor's quota, told
+    without gathering a candidate: each search could at most take every workload of the levels
+    of its own ClusterQueue ``withinClusterQueue`` allows, and all that some ClusterQueues of the
+    tree use. Removal only frees quota, so when that does not fit, no set of candidates does.
+
+    The search with borrowing takes from the ClusterQueues that could hold a hierarchical
+    candidate (none when the walk reaches no level where the preemptor has the advantage), and,
+    with ``borrowWithinCohort``, a priority-based one; without ``only_borrowing``, a search
+    within nominal quota may take from every ClusterQueue beyond its nominal quota."""
+    levels = policy_levels(cq, policy.within_cluster_queue, preemptor.priority)
+    hierarchical = [] if _no_hierarchical_level(cq.node, usage) else reclaimable
+    with_borrowing = hierarchical if only_borrowing or _borrowing_forbidden(policy) else reclaimable
+    if _fits_with_gone(cq, usage, levels, with_borrowing, True):
+        return False
+    return only_borrowing or not _fits_with_gone(cq, usage, levels, reclaimable, False)
+
+
+def _fits_with_gone(
+    cq: ClusterQueueInfo,
+    usage: dict[FlavorResource, int],
+    levels: list[PriorityLevel],
+    leaves: list[QuotaNode],
+    allow_borrowing: bool,
+) -> bool:
+    """Would ``usage`` fit ``cq`` with the workloads of its ``levels`` and all that ``leaves``
+    use gone (only the resources of ``usage`` are taken out: ``fits`` reads no other)?"""
+    taken: list[tuple[QuotaNode, FlavorResource, int]] = []
+    for fr in usage:
+        own = 0
+        for level in levels:
+            own += level.usage.get(fr, 0)
+        if own > 0:
+            taken.append((cq.node, fr, own))
+        for leaf in leaves:
+            amount = leaf.usage.get(fr, 0)
+            if amount > 0:
+                taken.append((leaf, fr, amount))
+    for node, fr, amount in taken:
+        node.remove_usage(fr, amount)
+    try:
+        return fits(cq, usage, allow_borrowing)
+    finally:
+        for node, fr, amount in reversed(taken):
+            node.add_usage(fr, amount)
+
+
+def _no_hierarchical_level(node: QuotaNode, usage: dict[FlavorResource, int]) -> bool:
+    """Whether ``_reclaim_pools`` finds no level where the preemptor has the advantage: the
+    cohort above ``node`` is the root, and ``node``'s own quota does not hold ``usage``."""
+    parent = node.parent
+    if parent is None or parent.parent is not None:
+        return False  # (deeper trees: a cohort on the way up may hold it)
+    return any(node.borrowing_with(fr, amount) for fr, amount in usage.items())
 
 
 def _borrowing_forbidden(policy: ClusterQueuePreemption) -> bool:

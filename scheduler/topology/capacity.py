@@ -355,7 +355,7 @@ class CapacityState:
         self._active_terms = self._gather_active()  # a mask may have changed
         self._refresh(nodes)
 
-    def free_at(self, i: int) -> list[int]:
+    def free_at(self, i: int) -> tuple[int, ...]:
         """Node ``i``'s free amounts as plain ints (one element read each, no array made)."""
         return self._cells.free_at(i)
 

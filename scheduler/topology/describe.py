@@ -7,8 +7,6 @@ the same way as fresh placements do.
 
 from __future__ import annotations
 
-import numpy as np
-
 from scheduler.topology.graph import IntArray, TopologyIndex
 from scheduler.topology.model import PodSetPlacement, PodSetRequest
 
@@ -21,12 +19,13 @@ class PlacementDescriber:
         self.topology_levels = topology_levels
         # where the Topology's own levels sit among the effective levels (the clique is extra)
         self.topology_positions = tuple(i for i, label in enumerate(index.levels) if label in topology_levels)
+        self._domains: list[list[int]] = [domains.tolist() for domains in index.node_domain]
 
     def describe(self, request: PodSetRequest, nodes: IntArray) -> PodSetPlacement:
         """The placement of ``request`` on the nodes at positions ``nodes`` (one per rank)."""
         index = self.index
         positions: list[int] = nodes.tolist()
-        level, domain, spanned = self._lowest_common_domain(nodes, positions)
+        level, domain, spanned = self._lowest_common_domain(positions)
         names = index.names
         return PodSetPlacement(
             name=request.name,
@@ -42,22 +41,25 @@ class PlacementDescriber:
 
     def lowest_common_domain(self, nodes: IntArray) -> tuple[int, int, int]:
         """(level, domain, children spanned) of the lowest domain holding all ``nodes``."""
-        return self._lowest_common_domain(nodes, nodes.tolist())
+        return self._lowest_common_domain(nodes.tolist())
 
-    def _lowest_common_domain(self, nodes: IntArray, positions: list[int]) -> tuple[int, int, int]:
-        """``lowest_common_domain`` with the positions also as a list (compared as plain ints,
-        where two numpy scalars would each be boxed first)."""
+    def _lowest_common_domain(self, positions: list[int]) -> tuple[int, int, int]:
+        """``lowest_common_domain`` of positions as a list, read through the index's domains as
+        lists (plain ints, where numpy would box each scalar it hands back)."""
         if not positions:
             return 0, 0, 0
-        index = self.index
-        last = index.depth - 1
+        domains = self._domains
+        last = len(domains) - 1
         if positions[0] == positions[-1]:  # in topology order: all on one node
-            return last, int(index.node_domain[last][positions[0]]), 1
+            return last, domains[last][positions[0]], 1
+        # a level's domains are runs of neighbouring nodes: the lowest and the highest node
+        # share a domain only when every node between them does
+        low, high = min(positions), max(positions)
         for level in range(last, -1, -1):
-            ids = index.node_domain[level][nodes]
-            if np.minimum.reduce(ids) == np.maximum.reduce(ids):
+            ids = domains[level]
+            if ids[low] == ids[high]:
                 if level == last:
-                    return level, int(ids[0]), 1
-                below = index.node_domain[level + 1][nodes]
-                return level, int(ids[0]), len(set(below.tolist()))
+                    return level, ids[low], 1
+                below = domains[level + 1]
+                return level, ids[low], len({below[p] for p in positions})
         return 0, 0, 0  # unreachable: level 0 has one domain

@@ -102,6 +102,13 @@ class Distributor:
             self._first_at[(level, ls)] = first
         return np.add.reduceat(counts.caps[ls] // size, first)
 
+    def most_units(self, counts: ShapeCounts, level: int, levels: PodSetLevels, caps: IntArray, version: int) -> int:
+        """The most units one domain of ``level`` holds (``caps``: ``unit_caps``); counted in pods,
+        the shape's counts remember it while the state stays at ``version``."""
+        if levels.slice_level is None:
+            return counts.most(level, version)
+        return int(np.maximum.reduce(caps)) if len(caps) else 0
+
     def choose_domain(self, counts: ShapeCounts, level: int, caps: IntArray, need: int, levels: PodSetLevels) -> int:
         """Among the domains at ``level`` with room for ``need`` units: fewest children, tightest."""
         if level == self.index.depth - 1:

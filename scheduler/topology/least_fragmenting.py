@@ -138,8 +138,8 @@ def _least_growth_node(
     """Among ``nodes`` (each holding ``held`` pods of the shape), the one whose fragmentation grows
     least when ``taken`` leaves it; ties to the fewest held, then the first in topology order."""
     # growth reads a node only through its kind and free amounts: nodes alike (empty ones of a
-    # class, mostly) are counted once
-    known: dict[tuple[int, tuple[int, ...]], int] = {}
+    # class, mostly) are counted once, and the table keeps the counts for later choices
+    by_kind = table.known_growths(tuple(taken), gpu_row)
     node_kind = table.node_kind
     best = nodes[0]
     best_growth = 0
@@ -147,10 +147,11 @@ def _least_growth_node(
     for k in range(len(nodes)):
         node = nodes[k]
         free = state.free_at(node)
-        key = (node_kind[node], tuple(free))
-        growth = known.get(key)
+        known = by_kind[node_kind[node]]
+        growth = known.get(free)
         if growth is None:
-            growth = known[key] = table.growth(node, free, taken, gpu_row)
+            growth = table.growth(node, free, taken, gpu_row)
+            table.remember(known, free, growth)
         if k == 0:
             best_growth = growth
         elif growth < best_growth or (

@@ -60,10 +60,10 @@ class NodeCells:
         self._cap_widths = [caps.shape[1] for caps in cap_rows]
         self.domain_of: list[list[int]] = [domains.tolist() for domains in node_domain]
 
-    def free_at(self, i: int) -> list[int]:
+    def free_at(self, i: int) -> tuple[int, ...]:
         """Node ``i``'s free amounts, resource by resource."""
         cells, n = self._free, self.node_count
-        return [cells[resource * n + i] for resource in range(len(cells) // n)] if n else []
+        return tuple([cells[resource * n + i] for resource in range(len(cells) // n)]) if n else ()
 
     def take(self, i: int, amounts: list[int]) -> tuple[list[int], bool]:
         """``used[:, i] += amounts``: node ``i``'s free amounts after it, floored at 0, and

@@ -246,7 +246,7 @@ class TopologyPlacer:
                     break
                 continue
             caps = distributor.unit_caps(counts, level, levels)
-            if len(caps) and int(np.maximum.reduce(caps)) >= need:
+            if len(caps) and distributor.most_units(counts, level, levels, caps, state.version) >= need:
                 break
         else:
             return _NO_ROOM if check_only else self.distributor.no_room(self.flavor_name, ps, levels, counts)

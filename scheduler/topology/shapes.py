@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from runtimes.k8s.core import Toleration
 from scheduler.topology.graph import IntArray
 from scheduler.topology.leaf_index import SlotBits
@@ -49,11 +51,30 @@ class ShapeCounts:
     caps: list[IntArray]  # per level, pods that fit in each domain (caps[-1] is slots)
     leaf: SlotBits  # the nodes holding each positive count of pods, kept in step with ``slots``
 
+    # the most pods one domain holds, per level (-1: not counted yet), while the owning capacity
+    # state's version is ``_most_version``: heads of one shape ask it again until capacity changes
+    _most: list[int]
+    _most_version: int
+
     # mypyc: CONTRIBUTING.md
     def __init__(self, slots: IntArray, caps: list[IntArray], leaf: SlotBits) -> None:
         self.slots = slots
         self.caps = caps
         self.leaf = leaf
+        self._most = [-1] * len(caps)
+        self._most_version = 0
+
+    def most(self, level: int, version: int) -> int:
+        """The most pods any domain of ``level`` holds (0 with no domain), on the owning state at
+        ``version`` (a version names one capacity: it changes with every change of free capacity)."""
+        if version != self._most_version:
+            self._most = [-1] * len(self.caps)
+            self._most_version = version
+        known = self._most[level]
+        if known < 0:
+            caps = self.caps[level]
+            known = self._most[level] = int(np.maximum.reduce(caps)) if len(caps) else 0
+        return known
 
 
 def pod_shape(

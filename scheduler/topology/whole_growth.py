@@ -11,6 +11,10 @@ growth of that count for one node taking some pods: the same order as ``expected
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+_KNOWN_LIMIT = 1 << 16  # growths kept per table before they are forgotten
+
 
 class WholeGpuTable:
     """Recent GPU shapes as ints: ``needs[s]`` is one pod's amounts over the state's resources,
@@ -20,8 +24,29 @@ class WholeGpuTable:
         self.needs = needs
         self.node_kind = node_kind
         self.kind_eligible = kind_eligible
+        # growths already counted, per (amounts taken, GPU row), then per node kind, by free
+        # amounts: a growth reads nothing else, and the table never changes once built
+        self._known: dict[tuple[tuple[int, ...], int], list[dict[tuple[int, ...], int]]] = {}
+        self._known_count = 0
 
-    def growth(self, node: int, free: list[int], taken: list[int], gpu_row: int) -> int:
+    def known_growths(self, taken: tuple[int, ...], gpu_row: int) -> list[dict[tuple[int, ...], int]]:
+        """Per node kind, free amounts -> ``growth`` for ``taken`` leaving them: filled by the
+        caller (``remember``), kept while the table lives."""
+        key = (taken, gpu_row)
+        known = self._known.get(key)
+        if known is None:
+            if self._known_count >= _KNOWN_LIMIT:
+                self._known.clear()
+                self._known_count = 0
+            known = self._known[key] = [{} for _ in self.kind_eligible]
+        return known
+
+    def remember(self, known: dict[tuple[int, ...], int], free: tuple[int, ...], growth: int) -> None:
+        """Keep one growth in a dict ``known_growths`` gave."""
+        known[free] = growth
+        self._known_count += 1
+
+    def growth(self, node: int, free: Sequence[int], taken: Sequence[int], gpu_row: int) -> int:
         """How much node ``node``'s fragmentation grows when ``taken`` leaves its ``free``
         amounts: (shapes that will not fit) × GPUs left, less (shapes that do not fit) × GPUs
         free now; the number of shapes times the growth in GPUs (each shape weighing 1/shapes)."""

@@ -1,15 +1,24 @@
-"""The classical search's shortcut decides nothing: over random worlds (test_properties), where no
+"""The classical search's shortcuts decide nothing: over random worlds (test_properties), where no
 ClusterQueue of the tree could hold a reclaim candidate (``_reclaimable_queues``) and the
-preemptor's own holds none, gathering finds no candidate either."""
+preemptor's own holds none, gathering finds no candidate either; and where the quota would not fit
+with all the search could take gone (``_beyond_reach``), no search over the gathered candidates
+fits."""
 
 from __future__ import annotations
 
 from engine_worlds_support import World, play, worlds
 from hypothesis import given, settings
 
-from scheduler.engine import AdmissionEngine, CycleResult, WorkloadState
+from scheduler.engine import AdmissionEngine, CycleResult, WorkloadInfo, WorkloadState
 from scheduler.engine.candidates import own_pools
-from scheduler.engine.preemption_classical import _reclaim_pools, _reclaimable_queues
+from scheduler.engine.preemption_classical import (
+    _beyond_reach,
+    _borrowing_forbidden,
+    _reclaim_pools,
+    _reclaimable_queues,
+    _under_nominal,
+    classical_victims,
+)
 
 
 def _check_shortcuts(engine: AdmissionEngine, before: dict[str, dict[str, int]], result: CycleResult) -> None:
@@ -37,3 +46,45 @@ def test_the_shortcut_rules_out_only_what_gathering_finds_empty(world: World) ->
     if world.fair_sharing:
         return  # the shortcuts are the classical search's
     play(world, _check_shortcuts)
+
+
+class _AlwaysFits:
+    """An ExtraFit that never refuses: the search decides on quota alone."""
+
+    def remove(self, workload: WorkloadInfo) -> None:
+        pass
+
+    def restore(self, workload: WorkloadInfo) -> None:
+        pass
+
+    def fits(self) -> bool:
+        return True
+
+
+def _check_reach(engine: AdmissionEngine, before: dict[str, dict[str, int]], result: CycleResult) -> None:
+    cluster_queues = engine.model.cluster_queues
+    for workload in engine.workloads.values():
+        if workload.state is not WorkloadState.PENDING or workload.cluster_queue not in cluster_queues:
+            continue
+        cq = cluster_queues[workload.cluster_queue]
+        policy = cq.policies.preemption
+        for flavor_name in {f for group in cq.groups for f in group.flavors}:
+            fr = (flavor_name, "cpu")
+            usage = {fr: sum(p.total(p.count).get("cpu", 0) for p in workload.pod_sets)}
+            if usage[fr] <= cq.node.available(fr):
+                continue  # the oracle is asked only of contested resources
+            reclaimable = _reclaimable_queues(cq.node, [fr], policy)
+            only_borrowing = _borrowing_forbidden(policy) and not _under_nominal(cq.node, [fr])
+            if not _beyond_reach(cq, workload, usage, policy, reclaimable, only_borrowing):
+                continue
+            # the full search, as quota alone decides it: an extra fit that always holds skips the bound
+            found = classical_victims(cq, workload, usage, [fr], cluster_queues, _AlwaysFits())
+            assert found is None, "the bound ruled out a search that finds victims"
+
+
+@settings(max_examples=150, deadline=None)
+@given(worlds())
+def test_beyond_reach_rules_out_only_searches_that_find_nobody(world: World) -> None:
+    if world.fair_sharing:
+        return  # the bound is the classical search's
+    play(world, _check_reach)

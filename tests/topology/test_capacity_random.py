@@ -30,6 +30,8 @@ def assert_counts_are_a_recount(state: CapacityState, shape: PodShape) -> None:
     assert np.array_equal(counts.slots, state._slots(shape, state.free, mask))
     for level, starts in enumerate(state.index.starts):
         assert np.array_equal(counts.caps[level], np.add.reduceat(counts.slots, starts)), level
+        # the most a domain holds, as remembered for the state's version, is the counts' own
+        assert counts.most(level, state.version) == int(counts.caps[level].max()), level
     assert_bits_are_a_scan(counts.leaf, counts.slots)
 
 
