@@ -6,16 +6,23 @@ meanwhile (an admission with its ClusterQueue and flavors, a preemption) is reco
 that step. ``KueueSide`` creates the Workloads on kube-apiserver (one step per wall-clock second,
 so creation timestamps, which Kueue orders by and which have one-second resolution, never tie
 across steps), marks finished ones ``Finished`` as Kueue's own performance runner does, and reads
-Kueue's decisions from a watch; a step ends once no Workload changed for ``QUIET_SECONDS`` (at
-0.6 s Kueue's admissions after a finish were sometimes seen a step late, shifting the order).
+Kueue's decisions from a watch; a phase of a step ends once no Workload changed for
+``QUIET_SECONDS`` and every preemptor an eviction named is admitted (with less, on a loaded
+machine, Kueue's admissions after a finish or a preemption were seen a step late).
 ``EngineSide`` gives trainyard's engine the very same Workloads, with the creation timestamps the
 API server gave them.
+
+A step has two phases, as ``EngineSide.run_step`` has: the finishes, and Kueue's answer to them,
+then the arrivals and Kueue's answer to those. Tried and not kept: holding Kueue's watch streams
+in a proxy while a phase is written, so that it sees each phase in one burst: it agreed with the
+engine less (80-84% of 1,500 decisions), not more (94.8% without).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +30,11 @@ from typing import Any
 from scheduler.api.kueue import Workload
 from scheduler.engine import AdmissionEngine, EngineConfig
 
-QUIET_SECONDS = 1.5  # no Workload changed for this long: Kueue is done with the step
+QUIET_SECONDS = 4.0  # no Workload changed for this long: Kueue is done with the step
+# ...unless a preemptor named by an eviction is not admitted yet: Kueue admits it once the
+# victims' reservations are given back, and on a loaded machine that chain can take seconds.
+PREEMPTOR_WAIT_SECONDS = 60.0
+_PREEMPTOR_UID = re.compile(r"\(UID: ([^,)]+)")
 
 
 @dataclass
@@ -152,6 +163,8 @@ class KueueSide:
         self._last_change = time.monotonic()
         self._admitted: dict[str, bool] = {}
         self._evicted: dict[str, bool] = {}
+        self._keys_by_uid: dict[str, str] = {}
+        self._preemptors: set[str] = set()  # named by an eviction, not admitted since
         self.created: dict[str, str] = {}  # key -> creationTimestamp the server gave
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -174,6 +187,7 @@ class KueueSide:
     def _observe(self, obj: dict[str, Any]) -> None:
         metadata = obj["metadata"]
         key = f"{metadata['namespace']}/{metadata['name']}"
+        self._keys_by_uid[str(metadata.get("uid"))] = key
         admission = (obj.get("status") or {}).get("admission")
         admitted = bool(admission) and _condition(obj, "QuotaReserved") is not None
         for condition in (obj.get("status") or {}).get("conditions") or ():
@@ -182,9 +196,12 @@ class KueueSide:
         evicted = _condition(obj, "Evicted")
         if admitted and not self._admitted.get(key) and admission is not None:
             self.record.add(key, Decision(self.step, "admitted", str(admission["clusterQueue"]), _flavors(admission)))
+            self._preemptors.discard(key)
             self._last_change = time.monotonic()
         if evicted is not None and not self._evicted.get(key) and evicted.get("reason") == "Preempted":
-            self.record.add(key, Decision(self.step, "preempted", reason=str(evicted.get("message", ""))))
+            message = str(evicted.get("message", ""))
+            self.record.add(key, Decision(self.step, "preempted", reason=message))
+            self._await_preemptor(message)
             self._last_change = time.monotonic()
         self._admitted[key] = admitted
         self._evicted[key] = evicted is not None
@@ -192,6 +209,12 @@ class KueueSide:
             task = asyncio.get_running_loop().create_task(self._finish_eviction(obj))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _await_preemptor(self, message: str) -> None:
+        named = _PREEMPTOR_UID.search(message)
+        preemptor = self._keys_by_uid.get(named.group(1)) if named else None
+        if preemptor is not None and not self._admitted.get(preemptor):
+            self._preemptors.add(preemptor)
 
     async def _finish_eviction(self, obj: dict[str, Any]) -> None:
         await release_reservation(self.client, obj, "Evicted by the parity runner")
@@ -221,9 +244,21 @@ class KueueSide:
             await asyncio.sleep(0.05)
 
     async def run_step(self, step: int, finishing: list[str], creating: list[dict[str, Any]]) -> None:
+        """The step's finishes, Kueue's answer to them, then its arrivals: as ``EngineSide.run_step``."""
+        self.step = step
+        if finishing:
+            await self._finish(finishing)
+            await self._quiet()
+        await asyncio.sleep(1.0 - time.time() % 1.0)  # a fresh second: creation times never tie across steps
+        for document in creating:
+            answer = await self.client.create(document)
+            metadata = answer["metadata"]
+            self.created[f"{metadata['namespace']}/{metadata['name']}"] = str(metadata["creationTimestamp"])
+        await self._quiet()
+
+    async def _finish(self, finishing: list[str]) -> None:
         from scheduler.kube import patch_status
 
-        self.step = step
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         for key in finishing:
             namespace, name = key.split("/", 1)
@@ -236,13 +271,18 @@ class KueueSide:
             }
             await patch_status(self.client, "Workload", name, namespace, {"conditions": [condition]})
             self._admitted[key] = False
-        await asyncio.sleep(1.0 - time.time() % 1.0)  # a fresh second: creation times never tie across steps
-        for document in creating:
-            answer = await self.client.create(document)
-            metadata = answer["metadata"]
-            self.created[f"{metadata['namespace']}/{metadata['name']}"] = str(metadata["creationTimestamp"])
-        self._last_change = time.monotonic()
-        while time.monotonic() - self._last_change < QUIET_SECONDS:
+
+    async def _quiet(self) -> None:
+        """Until nothing changed for ``QUIET_SECONDS`` and every preemptor is admitted (or a minute
+        went by: one that no longer fits once its victims are gone stays pending)."""
+        started = self._last_change = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now - self._last_change >= QUIET_SECONDS and (
+                not self._preemptors or now - started >= PREEMPTOR_WAIT_SECONDS
+            ):
+                self._preemptors.clear()
+                return
             await asyncio.sleep(0.05)
 
 
