@@ -6,7 +6,7 @@ fits."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from engine_worlds_support import World, play, worlds
 from hypothesis import given, settings
@@ -54,9 +54,7 @@ def _check_shortcuts(engine: AdmissionEngine, before: dict[str, dict[str, int]],
 @settings(max_examples=150, deadline=None)
 @given(worlds())
 def test_the_shortcut_rules_out_only_what_gathering_finds_empty(world: World) -> None:
-    if world.fair_sharing:
-        return  # the shortcuts are the classical search's
-    play(world, _check_shortcuts)
+    _play_classical(world, _check_shortcuts)
 
 
 class _AlwaysFits:
@@ -90,6 +88,11 @@ def _check_reach(engine: AdmissionEngine, before: dict[str, dict[str, int]], res
 @settings(max_examples=150, deadline=None)
 @given(worlds())
 def test_beyond_reach_rules_out_only_searches_that_find_nobody(world: World) -> None:
-    if world.fair_sharing:
-        return  # the bound is the classical search's
-    play(world, _check_reach)
+    _play_classical(world, _check_reach)
+
+
+def _play_classical(
+    world: World, check: Callable[[AdmissionEngine, dict[str, dict[str, int]], CycleResult], None]
+) -> None:
+    if not world.fair_sharing:  # the shortcut and the bound are the classical search's
+        play(world, check)
