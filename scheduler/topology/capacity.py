@@ -98,7 +98,7 @@ class CapacityState:
         # None when the shape asks for nothing, feasible, its slot bitsets)
         self._row_terms: list[RowTerms] = []
         # the same memory, element by element, for the one-node path (and node_domain as lists)
-        self._cells = NodeCells(self.free, self._slot_rows, self._cap_rows, index.node_domain[:-1])
+        self._cells = NodeCells(self.free, self._slot_rows, self._cap_rows, index.node_domain_lists[:-1])
 
     def _set_node(self, i: int, info: NodeInfo) -> None:
         for res, amount in info.allocatable.items():

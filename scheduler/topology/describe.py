@@ -19,7 +19,7 @@ class PlacementDescriber:
         self.topology_levels = topology_levels
         # where the Topology's own levels sit among the effective levels (the clique is extra)
         self.topology_positions = tuple(i for i, label in enumerate(index.levels) if label in topology_levels)
-        self._domains: list[list[int]] = [domains.tolist() for domains in index.node_domain]
+        self._domains = index.node_domain_lists
 
     def describe(self, request: PodSetRequest, nodes: IntArray) -> PodSetPlacement:
         """The placement of ``request`` on the nodes at positions ``nodes`` (one per rank)."""

@@ -205,6 +205,8 @@ class TopologyIndex:
             node_domain.append(ids)
         node_domain.append(np.arange(n, dtype=np.int64))
         self.node_domain = node_domain
+        # the same as plain lists, for the per-node paths that read one element at a time
+        self.node_domain_lists: list[list[int]] = [ids.tolist() for ids in node_domain]
         self.starts: list[IntArray] = []
         for ids in node_domain:
             if n == 0:

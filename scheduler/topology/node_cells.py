@@ -51,14 +51,14 @@ class NodeCells:
     C-contiguous and never replaced (their owner writes into them)."""
 
     def __init__(
-        self, free: IntArray, slot_rows: IntArray, cap_rows: list[IntArray], node_domain: list[IntArray]
+        self, free: IntArray, slot_rows: IntArray, cap_rows: list[IntArray], domain_of: list[list[int]]
     ) -> None:
         self.node_count = free.shape[1]
         self._free = _flat(free)
         self._slots = _flat(slot_rows)
         self._caps = [_flat(caps) for caps in cap_rows]
         self._cap_widths = [caps.shape[1] for caps in cap_rows]
-        self.domain_of: list[list[int]] = [domains.tolist() for domains in node_domain]
+        self.domain_of = domain_of  # per level, each node's domain (the index's, shared)
 
     def free_at(self, i: int) -> tuple[int, ...]:
         """Node ``i``'s free amounts, resource by resource."""
