@@ -67,6 +67,14 @@ class KnowsSettledKeys(Protocol[K_contra]):
     def settled(self, key: K_contra) -> bool: ...
 
 
+@runtime_checkable
+class RunsAlongside(Protocol):
+    """A reconciler with work of its own that lives while its controller runs (writes a reconcile
+    handed off): started with the workers and cancelled with them, as when the lease is lost."""
+
+    async def run_alongside(self) -> None: ...
+
+
 # Reconciles in flight per controller. A reconcile spends its time awaiting the API server (a
 # launch is three writes in a row), so the workers bound how many jobs move at once, not CPU: at
 # 4, on a real kube-apiserver, the launcher made about 20 JobSets a second while TrainJobs came
@@ -94,13 +102,19 @@ class Controller(Generic[K]):
         """Run the workers until cancelled or the queue shuts down.
 
         A reconciler that ``prepare``s does so first; cancelling ``run`` cancels the workers
-        mid-reconcile (a leader that lost its lease must stop writing at once).
+        mid-reconcile (a leader that lost its lease must stop writing at once), and what the
+        reconciler runs alongside them.
         """
         if isinstance(self.reconciler, PreparesOnStart):
             await self.reconciler.prepare()
-        async with asyncio.TaskGroup() as workers:
-            for index in range(self.workers):
-                workers.create_task(self._work(), name=f"{self.name}-worker-{index}")
+        async with asyncio.TaskGroup() as tasks:
+            beside = None
+            if isinstance(self.reconciler, RunsAlongside):
+                beside = tasks.create_task(self.reconciler.run_alongside(), name=f"{self.name}-alongside")
+            workers = [tasks.create_task(self._work(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
+            await asyncio.wait(workers)
+            if beside is not None:
+                beside.cancel()  # the queue shut down: nothing is left to reconcile
 
     async def _work(self) -> None:
         while True:

@@ -106,3 +106,33 @@ async def test_cancelling_the_controller_stops_a_reconcile_midway() -> None:
     assert not recorder.active  # cancelled inside the reconcile
     controller.queue.add("a")  # the key is no longer held as processing
     assert len(controller.queue) == 1
+
+
+class WithWorkAlongside(Recorder):
+    """A reconciler that also runs work of its own while its controller runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alongside = "not started"
+
+    async def run_alongside(self) -> None:
+        self.alongside = "running"
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.alongside = "stopped"
+
+
+async def test_work_alongside_runs_with_the_workers_and_stops_with_them() -> None:
+    cancelled = WithWorkAlongside()
+    async with running(Controller(cancelled, workers=1)):
+        await eventually(lambda: cancelled.alongside == "running", what="the work alongside started")
+    assert cancelled.alongside == "stopped"  # cancelled with the workers (a lost lease)
+
+    shut_down = WithWorkAlongside()
+    controller = Controller(shut_down, workers=1)
+    task = asyncio.create_task(controller.run())
+    await eventually(lambda: shut_down.alongside == "running", what="the work alongside started")
+    controller.queue.shutdown()
+    await asyncio.wait_for(task, 5)  # the workers returned: the run ends, the work alongside with it
+    assert shut_down.alongside == "stopped"

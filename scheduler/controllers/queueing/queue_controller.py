@@ -18,7 +18,10 @@ Writes keep the API server within quota at every moment: victims' evictions are 
 any admission, nothing that could stand on a victim's quota or nodes is admitted unless its
 eviction landed (a cycle and a failed node's evictions never overlap), and
 any decision whose write fails is undone in the engine by taking the Workload back as the cache
-has it (``EngineMirror.resubmit``): no leaked quota, no double admission.
+has it (``EngineMirror.resubmit``): no leaked quota, no double admission. A cycle awaits its
+evictions only: its admissions and pending-status writes are handed off (``HandedOffWrites``)
+and land while the next cycle decides, which counts them as admitted meanwhile (the cautious
+side) and takes back, should one fail, only quota the server never showed used.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
@@ -34,6 +37,7 @@ from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
 from scheduler.controllers.manager import KeyMapper
 from scheduler.controllers.node_readiness import node_request_for_change
 from scheduler.controllers.queueing.engine_mirror import EngineMirror, workload_key
+from scheduler.controllers.queueing.handed_off import HandedOffWrites
 from scheduler.controllers.queueing.health import HealthChecks, pods_request_for_change
 from scheduler.controllers.queueing.metrics import QueueMetrics
 from scheduler.controllers.queueing.pending_status import PendingStatus, PendingWrite
@@ -89,6 +93,7 @@ class QueueController:
         self.resync_period = resync_period
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
         self.writer = WorkloadStatusWriter(client, self.mirror, write_concurrency)
+        self.handed_off = HandedOffWrites()
         self.health = HealthChecks(self)
         self.queue_add_after: Callable[[QueueRequest, float], None] | None = None  # set by bind()
         self._last_cycle: float | None = None  # loop time
@@ -125,6 +130,10 @@ class QueueController:
         self.request_cycle()
         if self.queue_add_after is not None:
             self.queue_add_after(RESYNC, self.resync_period)
+
+    async def run_alongside(self) -> None:
+        """The handed-off writes' task group, for as long as the controller runs."""
+        await self.handed_off.run()
 
     async def reconcile(self, request: QueueRequest) -> ReconcileResult:
         if isinstance(request, CycleRequest):
@@ -181,7 +190,9 @@ class QueueController:
     # ------------------------------------------------------------------ decisions
 
     async def _write_decisions(self, result: CycleResult, now: float) -> bool:
-        """Evictions first, then admissions; True if anything failed (another cycle is due).
+        """Evictions first, awaited; then admissions, handed off. True if an eviction failed or an
+        admission was held back (another cycle is due; a handed-off admission that fails asks for
+        one itself).
 
         The engine released each victim's quota when it decided, and the rest of the cycle decided
         on what that left: the preemptor, any other ClusterQueue of the cohort that borrowed the
@@ -204,17 +215,21 @@ class QueueController:
         outcomes = await asyncio.gather(*evictions)
         failed = not all(outcomes)
         still_held = {trees[key] for key, ok in zip(victims, outcomes, strict=True) if not ok}
-        admissions = []
         for admitted in result.admitted:
             if still_held and self._may_stand_on(admitted, still_held):
                 # admitting it now could overcommit what a victim still holds on the server
                 self.mirror.resubmit(admitted.key)
                 failed = True
                 continue
-            admissions.append(self._admit(admitted.key, now))
-        if not all(await asyncio.gather(*admissions)):
-            failed = True
+            await self.handed_off.hand_off(admitted.key, self._admission(admitted.key, now))
         return failed
+
+    def _admission(self, key: str, now: float) -> Callable[[], Coroutine[Any, Any, None]]:
+        async def admit() -> None:
+            if not await self._admit(key, now):
+                self.request_cycle()
+
+        return admit
 
     def _may_stand_on(self, admitted: AdmittedWorkload, still_held: set[str | None]) -> bool:
         """Whether ``admitted`` may use quota or nodes that victims in ``still_held`` keep.
@@ -247,6 +262,7 @@ class QueueController:
         preempted_reason: str | None = None,
         requeue_at: float | None = None,
     ) -> bool:
+        await self.handed_off.settle(key)  # its admission, handed off by an earlier cycle, lands first
         workload = self._workload(key)
         if workload is None or workload.admission is None:
             # the server shows no admission to take away: the engine was behind; take the server's view
@@ -306,17 +322,22 @@ class QueueController:
         """QuotaReserved=False with the reason and position, only where it changed (``PendingStatus``
         decides which, so a long queue moving up is a trickle of writes, not a storm)."""
         started = time.perf_counter()
-        writes = self.pending.plan(
-            self.engine, self._cached, self.mirror.writing.__contains__, asyncio.get_running_loop().time(), now
-        )
+        writes = self.pending.plan(self.engine, self._cached, self._writing, asyncio.get_running_loop().time(), now)
         self._cycle_cost += time.perf_counter() - started
-        await asyncio.gather(*(self._write_one_pending(write) for write in writes))
+        for write in writes:
+            await self.handed_off.hand_off(write.key, self._pending_write(write))
 
-    async def _write_one_pending(self, write: PendingWrite) -> None:
-        if await self.writer.write(write.key, write.document, write.patch):
-            self.pending.wrote(write.key, asyncio.get_running_loop().time())
-            if write.event_message is not None:
-                await self._event(WorkloadView(write.document), NORMAL, "Pending", write.event_message)
+    def _writing(self, key: str) -> bool:
+        return key in self.mirror.writing or self.handed_off.busy(key)
+
+    def _pending_write(self, write: PendingWrite) -> Callable[[], Coroutine[Any, Any, None]]:
+        async def land() -> None:
+            if await self.writer.write(write.key, write.document, write.patch):
+                self.pending.wrote(write.key, asyncio.get_running_loop().time())
+                if write.event_message is not None:
+                    await self._event(WorkloadView(write.document), NORMAL, "Pending", write.event_message)
+
+        return land
 
     async def evict_for_node_failure(self, key: str, node: str) -> bool:
         """Evict an admitted gang from a failed node (Kueue's ``NodeFailures``); False if the write failed."""
@@ -336,6 +357,7 @@ class QueueController:
             ok = await self._evict(outcome.key, outcome.reason, outcome.message, now, requeue_at=outcome.requeue_at)
             self.request_cycle()
             return ok
+        await self.handed_off.settle(outcome.key)
         info = self.engine.workload(outcome.key)
         workload = self._workload(outcome.key)
         if info is None or info.admission is None or workload is None:
@@ -349,6 +371,9 @@ class QueueController:
         return True
 
     async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool:
+        if self.handed_off.busy(key):
+            await self.handed_off.settle(key)
+            return False  # ``document`` predates that write; the caller reconciles again from the cache
         return await self.writer.write(key, document, patch)
 
     # ------------------------------------------------------------------ writing
