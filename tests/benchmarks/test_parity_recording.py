@@ -92,6 +92,26 @@ def test_two_recordings_also_hold_kueue_to_itself(tmp_path: Path) -> None:
     (itself,) = result["kueue_against_itself"]
     assert itself["differences_total"] == 1
     assert itself["decisions_equal_pct"] < 100.0
+    # the one workload Kueue's runs disagree on is left out; on the rest the engine matches both
+    settled = result["where_kueue_agrees_with_itself"]
+    assert settled["workloads"] == WORKLOADS - 1
+    assert settled["decisions_equal_pct"] == [100.0, 100.0]
+
+
+def test_where_kueue_agrees_with_itself_the_engine_is_held_to_every_run(tmp_path: Path) -> None:
+    recording = _engine_as_kueue(_input())
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    key = recording.record.admission_order[0]
+    decision = recording.record.decisions[key][0]
+    other_flavor = Decision(decision.step, "admitted", decision.cluster_queue, (("cpu", "other"),))
+    recording.record.decisions[key][0] = other_flavor  # both runs of Kueue chose another flavor
+    recording.save(first)
+    recording.save(second)
+
+    settled = replay_recordings(_input(), [first, second])["where_kueue_agrees_with_itself"]
+
+    assert settled["workloads"] == WORKLOADS
+    assert settled["decisions_equal_pct"] == [round(100.0 * (WORKLOADS - 1) / WORKLOADS, 2)] * 2
 
 
 def test_a_recording_of_another_input_is_refused_naming_both(tmp_path: Path) -> None:

@@ -85,3 +85,22 @@ def test_the_skeleton_blanks_positions_and_numbers_only() -> None:
     assert reason_skeleton(message) != reason_skeleton("flavor default lacks nvidia.com/gpu")
     document = {"status": {"conditions": pending_patch({}, message, 0.0)["conditions"]}}  # type: ignore[index]
     assert quota_reserved_message(document) == message
+
+
+def test_a_long_queue_is_looked_at_in_sweeps_after_new_arrivals_and_the_cycles_heads() -> None:
+    engine, documents = _engine_with_queue(waiting=10)
+    pending = PendingStatus(refresh=10.0, refresh_rate=100.0, sweep=3)
+    first = pending.plan(engine, documents.get, lambda key: False, now=0.0, stamp=100.0)
+    assert len(first) == 10, "every new arrival is looked at in the first plan"
+    for document in documents.values():  # every message on the server is now out of date
+        document.setdefault("status", {})["conditions"] = first[0].patch["conditions"]
+        document["status"]["conditions"][0]["message"] = "an older reason"
+
+    head = "team-a/job-010"  # the one the cycle tried: always looked at
+    second = pending.plan(engine, documents.get, lambda key: False, now=1.0, stamp=101.0, heads=[head])
+    assert head in {w.key for w in second}
+    assert len(second) == 4, "the head and the three looked at longest ago"
+    looked = {w.key for w in second}
+    third = pending.plan(engine, documents.get, lambda key: False, now=2.0, stamp=102.0)
+    assert len(third) == 3
+    assert not looked & {w.key for w in third}, "the sweep moves on to those not looked at since"

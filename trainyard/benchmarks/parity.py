@@ -186,7 +186,11 @@ def replay_recordings(parity: ParityInput, paths: list[Path]) -> dict[str, Any]:
         recordings.append(recording)
     if len(recordings) == 1:
         return {"replayed": str(paths[0]), **replay_input(parity, recordings[0])}
-    runs = [{"replayed": str(path), **replay_input(parity, r)} for path, r in zip(paths, recordings, strict=True)]
+    engines = [replay_engine(parity, recording) for recording in recordings]
+    runs = [
+        {"replayed": str(path), **compare(parity.keys, r.record, engine)}
+        for path, r, engine in zip(paths, recordings, engines, strict=True)
+    ]
     kueue_runs = [
         {"first": str(paths[0]), "other": str(path), **compare(parity.keys, recordings[0].record, r.record)}
         for path, r in zip(paths[1:], recordings[1:], strict=True)
@@ -196,8 +200,38 @@ def replay_recordings(parity: ParityInput, paths: list[Path]) -> dict[str, Any]:
         "workloads": len(parity.keys),
         "engine_against_kueue": [{k: run[k] for k in ("replayed", *summary)} for run in runs],
         "kueue_against_itself": [{k: run[k] for k in ("first", "other", *summary)} for run in kueue_runs],
+        "where_kueue_agrees_with_itself": settled_agreement(parity.keys, [r.record for r in recordings], engines),
         "runs": runs,
     }
+
+
+def settled_agreement(keys: list[str], kueue_runs: list[SideRecord], engines: list[SideRecord]) -> dict[str, Any]:
+    """The engine held only to the decisions every one of Kueue's runs made alike.
+
+    Where Kueue's own runs on one input differ, the decision hangs on the timing of its watch
+    events and cycles, and no engine can match both; the decisions they all share are Kueue's
+    semantics. ``engines[i]`` is the engine replayed on ``kueue_runs[i]``'s clock.
+    """
+    settled = [key for key in keys if len({_decision(run, key) for run in kueue_runs}) == 1]
+    equal = [
+        sum(_decision(engine, key) == _decision(run, key) for key in settled)
+        for run, engine in zip(kueue_runs, engines, strict=True)
+    ]
+    return {
+        "workloads": len(settled),
+        "share_of_all_pct": round(100.0 * len(settled) / max(1, len(keys)), 2),
+        "decisions_equal_pct": [round(100.0 * count / max(1, len(settled)), 2) for count in equal],
+    }
+
+
+def _decision(record: SideRecord, key: str) -> tuple[Any, ...]:
+    outcome = _outcome(record.decisions.get(key, []))
+    return (
+        outcome["admitted"],
+        outcome["cluster_queue"],
+        tuple(sorted(outcome["flavors"].items())),
+        outcome["preempted"],
+    )
 
 
 def _steps(parity: ParityInput) -> list[list[dict[str, Any]]]:
@@ -297,7 +331,7 @@ def compare(keys: list[str], kueue: SideRecord, engine: SideRecord) -> dict[str,
     for key in keys:
         theirs = _outcome(kueue.decisions.get(key, []))
         ours = _outcome(engine.decisions.get(key, []))
-        decided_alike = all(theirs[f] == ours[f] for f in ("admitted", "cluster_queue", "flavors", "preempted"))
+        decided_alike = _decision(kueue, key) == _decision(engine, key)
         same_decision += decided_alike
         same_order += theirs["step"] == ours["step"]
         if not decided_alike or theirs["step"] != ours["step"]:

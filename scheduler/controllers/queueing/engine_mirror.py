@@ -132,7 +132,8 @@ class EngineMirror:
             if not self.live:
                 return
             if kind == "Workload":
-                self._workload_changed(old, new)
+                if not self._workload_changed(old, new):
+                    return  # e.g. the echo of our own write: the engine knew it already
             elif old is not None and new is not None and _only_status_changed(old, new):
                 return  # e.g. the queue-status controller's own write: nothing admission reads
             elif new is None:
@@ -167,23 +168,24 @@ class EngineMirror:
             return
         self.engine.delete(kind, str(metadata.get("name")), metadata.get("namespace"))
 
-    def _workload_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def _workload_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+        """Take a Workload's change into the engine; whether the engine changed (a cycle is due)."""
         now = self.clock()
         if new is None:
             if old is not None:
                 self.engine.forget(workload_key(old), now)
                 self._expected.pop(workload_key(old), None)  # no echo will come for a deleted Workload
-            return
+            return True
         key = workload_key(new)
         info = self.engine.workload(key)
         if info is None:
             self._submit(new, now)
-            return
+            return True
         if not self._settled(key, new, now):
-            return
+            return False
         if condition_true(new, "Finished"):
             self.engine.forget(key, now)
-            return
+            return True
         admitted_on_server = bool((new.get("status") or {}).get("admission"))
         spec_changed = old is not None and (old.get("metadata") or {}).get("generation") != (
             new.get("metadata") or {}
@@ -191,6 +193,8 @@ class EngineMirror:
         engine_admitted = info.state is WorkloadState.ADMITTED
         if admitted_on_server != engine_admitted or (spec_changed and not engine_admitted):
             self.resubmit(key)
+            return True
+        return False
 
     def _settled(self, key: str, document: dict[str, Any], now: float) -> bool:
         """False while our own write to ``key`` is in flight or its revision not yet seen."""

@@ -10,6 +10,12 @@ every time a job is admitted, and a freed quota changes the numbers in every wai
   workload, and at most ``refresh_rate`` such writes per second over the whole queue, the
   longest-unrefreshed first. The backlog of refreshes drains over later cycles, so a long queue
   costs the API server a steady trickle instead of a burst per cycle.
+
+Working out a reason costs the controller too, so a plan looks at new arrivals, at the heads
+the cycle just tried (their reasons are fresh), and at most ``sweep`` others, the longest unlooked
+at first: on a queue of fifteen thousand a plan costs a few milliseconds, and every waiting
+workload is looked at again within a few dozen plans. The queue controller plans at most once a
+``interval`` seconds however many cycles run.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 from scheduler.controllers.conditions import find_condition
 from scheduler.controllers.queueing.engine_mirror import workload_key
 from scheduler.controllers.workload_status import pending_patch
-from scheduler.engine import AdmissionEngine, WorkloadState, waiting_reason
+from scheduler.engine import AdmissionEngine, WorkloadInfo, WorkloadState, waiting_reason
 from scheduler.queues import place_for_people
 
 _POSITION = re.compile(r" \(position \d+ in ClusterQueue [^)]*\)$")
@@ -53,16 +59,27 @@ class PendingWrite:
 
 
 class PendingStatus:
-    def __init__(self, *, refresh: float = 10.0, refresh_rate: float = 20.0) -> None:
+    def __init__(
+        self, *, refresh: float = 10.0, refresh_rate: float = 20.0, interval: float = 1.0, sweep: int = 500
+    ) -> None:
         self.refresh = refresh
         self.refresh_rate = refresh_rate
+        self.interval = interval
+        self.sweep = sweep
         self._written: dict[str, float] = {}  # key -> loop time of the last pending write
+        self._looked: dict[str, float] = {}  # key -> loop time its reason was last worked out
         self._last_plan: float | None = None
+        self.waiting = False  # the last plan saw workloads waiting: the next one is due
+
+    def due_in(self, now: float) -> float:
+        """Seconds until the next plan may run (0: now)."""
+        return 0.0 if self._last_plan is None else max(0.0, self._last_plan + self.interval - now)
 
     def start_term(self, workloads: Iterable[dict[str, Any]], now: float) -> None:
         """A new term: a message already on the server counts as just written, so a new leader
         rewrites a workload's reason at once but not a queue's worth of positions that moved."""
         self._written.clear()
+        self._looked.clear()
         self._last_plan = None
         for document in workloads:
             if quota_reserved_message(document) is not None:
@@ -73,6 +90,7 @@ class PendingStatus:
 
     def forget(self, key: str) -> None:
         self._written.pop(key, None)
+        self._looked.pop(key, None)
 
     def plan(
         self,
@@ -81,19 +99,20 @@ class PendingStatus:
         busy: Callable[[str], bool],
         now: float,
         stamp: float,
+        heads: Iterable[str] = (),
     ) -> list[PendingWrite]:
-        """The writes this cycle: every new reason, and refreshes within the rate budget.
+        """The writes this cycle: every new reason found, and refreshes within the rate budget.
 
         ``now`` is the loop's clock (for the budget), ``stamp`` the wall clock written into the
-        condition; ``busy(key)`` is True while another write to the Workload is in flight.
+        condition; ``busy(key)`` is True while another write to the Workload is in flight;
+        ``heads`` are the workloads the cycle just tried.
         """
         positions = _positions(engine)
         new_reasons: list[tuple[str, dict[str, Any], str]] = []
         refreshes: list[tuple[float, str, dict[str, Any], str]] = []
-        for info in engine.all_workloads():
+        for info in self._to_look_at(engine, heads):
             key = info.key
-            if info.state not in _WAITING:
-                continue
+            self._looked[key] = now
             document = cached(key)
             if document is None or busy(key) or (document.get("status") or {}).get("admission"):
                 continue
@@ -115,6 +134,7 @@ class PendingStatus:
         budget = max(1, math.ceil(self.refresh_rate * elapsed))
         # the stalest first; patches are built only for what is written (a long queue has thousands of candidates)
         refreshes.sort(key=lambda candidate: candidate[0])
+        self.waiting = bool(positions)
         chosen = [(key, document, message, True) for key, document, message in new_reasons]
         chosen += [(key, document, message, False) for _, key, document, message in refreshes[:budget]]
         writes = []
@@ -123,6 +143,21 @@ class PendingStatus:
             if patch is not None:
                 writes.append(PendingWrite(key, document, patch, message if is_new else None))
         return writes
+
+    def _to_look_at(self, engine: AdmissionEngine, heads: Iterable[str]) -> list[WorkloadInfo]:
+        """The waiting workloads this plan works out a reason for: new ones, the cycle's heads,
+        and the ``sweep`` looked at longest ago."""
+        waiting = [info for info in engine.all_workloads() if info.state in _WAITING]
+        if len(self._looked) > 2 * len(waiting) + self.sweep:  # admitted, finished or gone since
+            keys = {info.key for info in waiting}
+            self._looked = {key: at for key, at in self._looked.items() if key in keys}
+        if len(waiting) <= self.sweep:
+            return waiting
+        fresh = set(heads)
+        chosen = [info for info in waiting if info.key in fresh or info.key not in self._looked]
+        rest = [info for info in waiting if info.key not in fresh and info.key in self._looked]
+        rest.sort(key=lambda info: self._looked[info.key])
+        return chosen + rest[: self.sweep]
 
 
 def _positions(engine: AdmissionEngine) -> dict[str, int]:

@@ -10,9 +10,10 @@ One reconciler, four kinds of request (``scheduler.controllers.requests.QueueReq
   requeue backoff) come back as ``requeue_after``.
 - ``WorkloadPodsRequest``: the workload's pods changed; PodsReady is recomputed.
 - ``NodeRequest``: a Node turned NotReady or went away; gangs placed on it are handled.
-- ``RESYNC``: every ``resync_period`` seconds the engine is compared with the cached Workloads
-  and healed where a missed change left them apart (``EngineMirror.resync``); pending work gets
-  a cycle if none ran meanwhile, so no wake-up can be lost for good.
+- ``RESYNC``: every ``resync_period`` seconds (longer where a pass is slow) the engine is
+  compared with the cached Workloads and healed where a missed change left them apart
+  (``EngineMirror.resync``); pending work gets a cycle if none ran meanwhile, so no wake-up can
+  be lost for good.
 
 Writes keep the API server within quota at every moment: victims' evictions are written before
 any admission, nothing that could stand on a victim's quota or nodes is admitted unless its
@@ -29,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
@@ -41,6 +42,7 @@ from scheduler.controllers.queueing.handed_off import HandedOffWrites
 from scheduler.controllers.queueing.health import HealthChecks, pods_request_for_change
 from scheduler.controllers.queueing.metrics import QueueMetrics
 from scheduler.controllers.queueing.pending_status import PendingStatus, PendingWrite
+from scheduler.controllers.queueing.still_held import may_stand_on, quota_trees_held
 from scheduler.controllers.queueing.workload_writer import WorkloadStatusWriter
 from scheduler.controllers.requests import CYCLE, RESYNC, CycleRequest, NodeRequest, QueueRequest, ResyncRequest
 from scheduler.controllers.runtime import ReconcileResult
@@ -48,7 +50,6 @@ from scheduler.controllers.views import WorkloadView
 from scheduler.controllers.workload_status import admitted_patch, evicted_patch
 from scheduler.engine import (
     AdmissionEngine,
-    AdmittedWorkload,
     CycleResult,
     EngineConfig,
     EvictedWorkload,
@@ -78,6 +79,7 @@ class QueueController:
         min_interval: float = 0.05,
         pending_refresh: float = 10.0,
         pending_refresh_rate: float = 20.0,
+        pending_interval: float = 1.0,
         write_concurrency: int = 16,
         resync_period: float = 5.0,
     ) -> None:
@@ -88,7 +90,9 @@ class QueueController:
         self.events = events
         self.debounce = debounce
         self.min_interval = min_interval
-        self.pending = PendingStatus(refresh=pending_refresh, refresh_rate=pending_refresh_rate)
+        self.pending = PendingStatus(
+            refresh=pending_refresh, refresh_rate=pending_refresh_rate, interval=pending_interval
+        )
         self._refused_count: dict[str, int] = {}  # key → admissions refused in a row
         self.resync_period = resync_period
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
@@ -102,6 +106,7 @@ class QueueController:
         self.cycle_listeners: list[Callable[[], None]] = []  # told once each cycle has decided
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
+        self._resync_cost = 0.0  # seconds the last resync pass took
         # Decisions that release quota in the engine before their writes land (a cycle's, a
         # failed node's evictions) take turns: another cycle must not hand out quota an eviction
         # still in flight may yet keep, should that eviction be refused.
@@ -151,7 +156,8 @@ class QueueController:
         so it never runs between a cycle's decisions and their writes)."""
         self._resync_due = True
         self.request_cycle()
-        return ReconcileResult(requeue_after=self.resync_period)
+        # a pass over many thousand Workloads is not free: it takes at most a twentieth of the time
+        return ReconcileResult(requeue_after=max(self.resync_period, 20.0 * self._resync_cost))
 
     def request_cycle(self) -> None:
         if self.queue_add_after is None:
@@ -170,7 +176,9 @@ class QueueController:
         self.cycles += 1
         if self._resync_due:
             self._resync_due = False
+            started = time.perf_counter()
             self.healed += len(self.mirror.resync())
+            self._resync_cost = time.perf_counter() - started
         now = self.clock()
         started = time.perf_counter()
         result = self.engine.schedule(now)
@@ -178,13 +186,18 @@ class QueueController:
         for listener in self.cycle_listeners:
             listener()
         retry = await self._write_decisions(result, now)
-        await self._write_pending(now)
+        plan_in = self.pending.due_in(asyncio.get_running_loop().time())
+        if plan_in == 0.0:
+            await self._write_pending(now, result.pending)
+            plan_in = self.pending.interval
         if self.metrics is not None:
             self.metrics.refresh(self.engine)
         wake = self.engine.next_timer()
         delay = None if wake is None else max(0.0, wake - self.clock())
         if retry:
             delay = self._gap() if delay is None else min(delay, self._gap())
+        if self.pending.waiting:  # reasons still to work out or refresh: a cycle comes back for them
+            delay = plan_in if delay is None else min(delay, plan_in)
         return ReconcileResult(requeue_after=delay)
 
     # ------------------------------------------------------------------ decisions
@@ -192,17 +205,11 @@ class QueueController:
     async def _write_decisions(self, result: CycleResult, now: float) -> bool:
         """Evictions first, awaited; then admissions, handed off. True if an eviction failed or an
         admission was held back (another cycle is due; a handed-off admission that fails asks for
-        one itself).
-
-        The engine released each victim's quota when it decided, and the rest of the cycle decided
-        on what that left: the preemptor, any other ClusterQueue of the cohort that borrowed the
-        remainder, and any gang placed on the victim's nodes. A victim whose eviction did not land
-        still holds its quota and its nodes on the server, so every admission of this cycle that
-        could stand on them is held back (taken back in the engine, and decided again next cycle),
-        not only its preemptor's.
+        one itself). An admission that could stand on what a failed eviction still holds
+        (``still_held``) is taken back in the engine and decided again next cycle.
         """
         victims = [p.key for p in result.preempted] + [e.key for e in result.evicted]
-        trees = {key: self._quota_tree(self._cluster_queue_of(key)) for key in victims}
+        trees = quota_trees_held(self.engine, victims)
         evictions: list[Awaitable[bool]] = []
         for preempted in result.preempted:
             evictions.append(
@@ -216,7 +223,7 @@ class QueueController:
         failed = not all(outcomes)
         still_held = {trees[key] for key, ok in zip(victims, outcomes, strict=True) if not ok}
         for admitted in result.admitted:
-            if still_held and self._may_stand_on(admitted, still_held):
+            if still_held and may_stand_on(self.engine, admitted, still_held):
                 # admitting it now could overcommit what a victim still holds on the server
                 self.mirror.resubmit(admitted.key)
                 failed = True
@@ -230,27 +237,6 @@ class QueueController:
                 self.request_cycle()
 
         return admit
-
-    def _may_stand_on(self, admitted: AdmittedWorkload, still_held: set[str | None]) -> bool:
-        """Whether ``admitted`` may use quota or nodes that victims in ``still_held`` keep.
-
-        Quota is shared within a cohort tree; a victim whose queue the engine no longer knows
-        (None) could have lent to anyone. Nodes are shared across trees: a gang given a topology
-        placement may have been put where a victim's pods still run.
-        """
-        return None in still_held or self._quota_tree(admitted.cluster_queue) in still_held or bool(admitted.placement)
-
-    def _cluster_queue_of(self, key: str) -> str | None:
-        info = self.engine.workload(key)
-        return None if info is None else info.cluster_queue
-
-    def _quota_tree(self, cluster_queue: str | None) -> str | None:
-        """The root of the cohort tree ``cluster_queue`` shares quota in (itself without a cohort)."""
-        info = self.engine.cluster_queue(cluster_queue) if cluster_queue is not None else None
-        if info is None:
-            return cluster_queue
-        root = info.node.root()
-        return f"cohort {root.name}" if root.is_cohort else f"clusterqueue {root.name}"
 
     async def _evict(
         self,
@@ -318,11 +304,12 @@ class QueueController:
         if count == 1:
             await self._event(workload, WARNING, "AdmissionRefused", f"The API server refused the admission: {refusal}")
 
-    async def _write_pending(self, now: float) -> None:
+    async def _write_pending(self, now: float, heads: Iterable[str]) -> None:
         """QuotaReserved=False with the reason and position, only where it changed (``PendingStatus``
         decides which, so a long queue moving up is a trickle of writes, not a storm)."""
         started = time.perf_counter()
-        writes = self.pending.plan(self.engine, self._cached, self._writing, asyncio.get_running_loop().time(), now)
+        loop_now = asyncio.get_running_loop().time()
+        writes = self.pending.plan(self.engine, self._cached, self._writing, loop_now, now, heads)
         self._cycle_cost += time.perf_counter() - started
         for write in writes:
             await self.handed_off.hand_off(write.key, self._pending_write(write))
