@@ -106,6 +106,26 @@ def test_the_resync_leaves_a_workload_alone_while_its_write_is_in_flight() -> No
     assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED
 
 
+def test_an_admission_handed_off_and_not_yet_written_is_neither_undone_by_an_echo_nor_by_the_resync() -> None:
+    """The queue controller hands a cycle's admissions off: until the write lands the server still
+    shows the Workload pending. Taking that view would undo the admission before its write ran
+    (a 15,000-Workload run lost admissions this way until each resync)."""
+    cache, mirror = mirror_with(workload(1))
+    mirror.engine.schedule(1000.0)
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED  # decided, write handed off
+    handed_off = {KEY}
+    mirror.handed_off = handed_off.__contains__
+
+    cache.apply(workload(2))  # another change to the pending Workload (say, our pending reason's echo)
+    assert mirror.resync() == []
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED
+
+    handed_off.clear()  # the write landed
+    cache.apply(workload(3, admitted=True))
+    assert mirror.resync() == []
+    assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED
+
+
 def test_a_deleted_workload_the_engine_missed_is_forgotten_and_finished_ones_are_never_parsed() -> None:
     cache, mirror = mirror_with(workload(1, admitted=True))
     mirror.live = False  # the deletion is missed (as by a handler that did not run)

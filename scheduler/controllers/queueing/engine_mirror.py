@@ -103,6 +103,8 @@ class EngineMirror:
         self.engine = AdmissionEngine(self.config)
         self.live = False  # handlers feed the engine only after the first rebuild
         self.writing: set[str] = set()  # workload keys with a status write in flight
+        # keys with a write handed off to land later (set by the queue controller): as good as in flight
+        self.handed_off: Callable[[str], bool] = lambda key: False
         self._expected: dict[str, _OwnWrite] = {}  # our writes whose revision the cache has not shown yet
         for kind in ENGINE_KINDS:
             cache.on_change(kind, self._handler(kind))
@@ -198,7 +200,7 @@ class EngineMirror:
 
     def _settled(self, key: str, document: dict[str, Any], now: float) -> bool:
         """False while our own write to ``key`` is in flight or its revision not yet seen."""
-        if key in self.writing:
+        if self.busy(key):
             return False
         expected = self._expected.get(key)
         if expected is None:
@@ -207,6 +209,10 @@ class EngineMirror:
             return False
         del self._expected[key]
         return True
+
+    def busy(self, key: str) -> bool:
+        """Whether a status write of ours to ``key`` is in flight or handed off and not landed."""
+        return key in self.writing or self.handed_off(key)
 
     def freshest(self, key: str) -> dict[str, Any] | None:
         """The newest Workload ``key`` we know: the cached copy, or our own write's answer while
@@ -262,7 +268,7 @@ class EngineMirror:
             if missing or admitted_on_server != (info is not None and info.state is WorkloadState.ADMITTED):
                 self.resubmit(key)
                 healed.append(key)
-        for key in [w.key for w in self.engine.all_workloads() if w.key not in cached and w.key not in self.writing]:
+        for key in [w.key for w in self.engine.all_workloads() if w.key not in cached and not self.busy(w.key)]:
             self.engine.forget(key, now)
             healed.append(key)
         if healed:

@@ -98,6 +98,7 @@ class QueueController:
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
         self.writer = WorkloadStatusWriter(client, self.mirror, write_concurrency)
         self.handed_off = HandedOffWrites()
+        self.mirror.handed_off = self.handed_off.busy  # a handed-off admission counts until it lands
         self.health = HealthChecks(self)
         self.queue_add_after: Callable[[QueueRequest, float], None] | None = None  # set by bind()
         self._last_cycle: float | None = None  # loop time
@@ -309,13 +310,10 @@ class QueueController:
         decides which, so a long queue moving up is a trickle of writes, not a storm)."""
         started = time.perf_counter()
         loop_now = asyncio.get_running_loop().time()
-        writes = self.pending.plan(self.engine, self._cached, self._writing, loop_now, now, heads)
+        writes = self.pending.plan(self.engine, self._cached, self.mirror.busy, loop_now, now, heads)
         self._cycle_cost += time.perf_counter() - started
         for write in writes:
             await self.handed_off.hand_off(write.key, self._pending_write(write))
-
-    def _writing(self, key: str) -> bool:
-        return key in self.mirror.writing or self.handed_off.busy(key)
 
     def _pending_write(self, write: PendingWrite) -> Callable[[], Coroutine[Any, Any, None]]:
         async def land() -> None:

@@ -38,7 +38,8 @@ BATCH_PERIOD = 1.0  # Kueue's UpdatesBatchPeriod
 # at 1,000 Workloads, and every lockstep instant of the sandbox waited on the timer.
 _NOT_READY_FALLBACK = 5 * BATCH_PERIOD
 # The tally of every queue is one pass over all Workloads; with thousands waiting and Workloads
-# changing many times a second it is worked out again at most this often (keys come back for it).
+# changing many times a second it is worked out again no sooner than this, nor than twenty times
+# what the last one took (keys come back for it).
 _TALLY_PERIOD = 0.5 * BATCH_PERIOD
 _OWNED = ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads", "flavorsReservation", "flavorsUsage")
 # What the figures depend on: a change of any of these invalidates the tally of every queue.
@@ -128,6 +129,7 @@ class QueueStatusController:
         self._changes = 0
         self._tally: tuple[tuple[int, int], Any] | None = None
         self._tally_at = 0.0  # loop time the tally was worked out
+        self._tally_cost = 0.0  # seconds working it out took
         for kind in _INPUT_KINDS:
             cache.on_change(kind, self._input_changed)
 
@@ -212,13 +214,14 @@ class QueueStatusController:
         """Seconds until the tally may be worked out again, where it is out of date (else 0)."""
         if self._tally is None or self._tally[0] == (id(engine), self._changes):
             return 0.0
-        return max(0.0, self._tally_at + _TALLY_PERIOD - now)
+        return max(0.0, self._tally_at + max(_TALLY_PERIOD, 20.0 * self._tally_cost) - now)
 
     def _desired(self, engine: AdmissionEngine, target: QueueKey, now: float) -> dict[str, Any] | None:
         fingerprint = (id(engine), self._changes)
         if self._tally is None or self._tally[0] != fingerprint:
+            started = time.perf_counter()
             self._tally = (fingerprint, tally_queues(engine, check_states(self.cache)))
-            self._tally_at = now
+            self._tally_at, self._tally_cost = now, time.perf_counter() - started
         by_cq, by_lq = self._tally[1]
         if target.kind == "ClusterQueue":
             return cluster_queue_status(engine, target.name, by_cq)
