@@ -108,6 +108,9 @@ class QueueController:
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
         self._resync_cost = 0.0  # seconds the last resync pass took
+        # Pending-status writes handed off and not landed: the next plan waits for them, so these
+        # low-priority writes go no faster than the API server answers (admissions do not wait).
+        self._pending_in_flight = 0
         # Decisions that release quota in the engine before their writes land (a cycle's, a
         # failed node's evictions) take turns: another cycle must not hand out quota an eviction
         # still in flight may yet keep, should that eviction be refused.
@@ -131,6 +134,7 @@ class QueueController:
     async def prepare(self) -> None:
         """A new term: the engine is rebuilt from the Workloads' status, then a cycle runs."""
         self.mirror.rebuild()
+        self._pending_in_flight = 0  # the last term's were cancelled with it
         self.pending.start_term(self.cache.list("Workload"), asyncio.get_running_loop().time())
         self._last_cycle = None
         self.request_cycle()
@@ -188,9 +192,9 @@ class QueueController:
             listener()
         retry = await self._write_decisions(result, now)
         plan_in = self.pending.due_in(asyncio.get_running_loop().time())
-        if plan_in == 0.0:
+        if plan_in == 0.0 and self._pending_in_flight == 0:
             await self._write_pending(now, result.pending)
-            plan_in = self.pending.interval
+        plan_in = max(plan_in, self.pending.interval)
         if self.metrics is not None:
             self.metrics.refresh(self.engine)
         wake = self.engine.next_timer()
@@ -313,14 +317,18 @@ class QueueController:
         writes = self.pending.plan(self.engine, self._cached, self.mirror.busy, loop_now, now, heads)
         self._cycle_cost += time.perf_counter() - started
         for write in writes:
+            self._pending_in_flight += 1
             await self.handed_off.hand_off(write.key, self._pending_write(write))
 
     def _pending_write(self, write: PendingWrite) -> Callable[[], Coroutine[Any, Any, None]]:
         async def land() -> None:
-            if await self.writer.write(write.key, write.document, write.patch):
-                self.pending.wrote(write.key, asyncio.get_running_loop().time())
-                if write.event_message is not None:
-                    await self._event(WorkloadView(write.document), NORMAL, "Pending", write.event_message)
+            try:
+                if await self.writer.write(write.key, write.document, write.patch):
+                    self.pending.wrote(write.key, asyncio.get_running_loop().time())
+                    if write.event_message is not None:
+                        await self._event(WorkloadView(write.document), NORMAL, "Pending", write.event_message)
+            finally:
+                self._pending_in_flight -= 1
 
         return land
 
