@@ -11,19 +11,15 @@ from typing import Any
 import pytest
 
 from scheduler.controllers.queueing.handed_off import HandedOffWrites
+from tests.background import in_background
 from tests.eventually import eventually
 
 
 @contextlib.asynccontextmanager
 async def running(writes: HandedOffWrites) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(writes.run())
-    await asyncio.sleep(0)
-    try:
+    async with in_background(writes.run()) as task:
+        await asyncio.sleep(0)  # the task group is up before the first hand-off
         yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def gated(log: list[str], name: str, gate: asyncio.Event | None = None) -> Callable[[], Coroutine[Any, Any, None]]:

@@ -14,6 +14,7 @@ from scheduler.controllers.manager import ControllerManager, WatchSpec, own_key
 from scheduler.controllers.runtime import Controller, ReconcileResult
 from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
 from scheduler.kube.backoff import Backoff
+from tests.background import in_background
 from tests.eventually import eventually
 
 FAST_LEASE = LeaseSettings(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
@@ -44,15 +45,8 @@ async def kube(fake_api: FakeApi) -> AsyncIterator[KubeClient]:
         await api_client.close()
 
 
-@contextlib.asynccontextmanager
-async def running(manager: ControllerManager) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(manager.run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+def running(manager: ControllerManager) -> contextlib.AbstractAsyncContextManager[asyncio.Task[None]]:
+    return in_background(manager.run())
 
 
 def node_manager(client: KubeClient, leader: LeaderElector | None) -> tuple[ControllerManager, NodeRecorder]:

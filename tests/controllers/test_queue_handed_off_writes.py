@@ -11,10 +11,22 @@ eviction waits for the admission to land, and the server never counts more than 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
-from queue_support import NS, CommittedUsage, Reader, controller, is_admitted, kube, queued, seed_queues
+from queue_support import (
+    NS,
+    CommittedUsage,
+    ControllerProcess,
+    Reader,
+    controller,
+    is_admitted,
+    kube,
+    queued,
+    seed_queues,
+)
 
 from scheduler.engine import WorkloadState
 from scheduler.kube import KubeClient, KubeKind
@@ -50,6 +62,20 @@ class HeldAdmissions(KubeClient):
         return await super().patch(kind, name, patch, namespace, status=status)
 
 
+@contextlib.asynccontextmanager
+async def held_at_the_door(
+    fake_api: FakeApi, owner: str
+) -> AsyncIterator[tuple[HeldAdmissions, ControllerProcess, CommittedUsage]]:
+    """The controller running on a client that holds ``owner``'s admission write, once it waits there."""
+    usage = CommittedUsage()
+    fake_api.server.store.observers.append(usage.observe)
+    async with kube(fake_api) as plain:
+        client = HeldAdmissions(plain, {owner})
+        async with controller(client) as process:
+            await eventually(lambda: owner in client.waiting, what=f"the {owner} job's admission at the door")
+            yield client, process, usage
+
+
 async def _admitted(reader: Reader, owner: str) -> bool:
     return any(
         w["metadata"]["ownerReferences"][0]["name"] == owner and is_admitted(w) for w in await reader.workloads()
@@ -61,40 +87,30 @@ async def test_a_later_arrival_is_admitted_while_an_earlier_admission_is_still_b
 ) -> None:
     seed_queues(fake_api, cpu=QUOTA_CPU)
     fake_api.server.seed(queued("slow", "lq", 1, "low"))
-    usage = CommittedUsage()
-    fake_api.server.store.observers.append(usage.observe)
-    async with kube(fake_api) as plain:
-        client = HeldAdmissions(plain, {"slow"})
-        async with controller(client) as process:
-            await eventually(lambda: "slow" in client.waiting, what="the slow job's admission at the door")
-            await client.create(queued("quick", "lq", 1, "low"))
-            await eventually(lambda: _admitted(reader, "quick"), what="the later job admitted meanwhile")
-            assert not await _admitted(reader, "slow")
-            assert process.built.queue.handed_off.busy(next(iter(_keys(process, "slow"))))
-            client.release.set()
-            await eventually(lambda: _admitted(reader, "slow"), what="the held admission landing")
+    async with held_at_the_door(fake_api, "slow") as (client, process, usage):
+        await client.create(queued("quick", "lq", 1, "low"))
+        await eventually(lambda: _admitted(reader, "quick"), what="the later job admitted meanwhile")
+        assert not await _admitted(reader, "slow")
+        assert process.built.queue.handed_off.busy(next(iter(_keys(process, "slow"))))
+        client.release.set()
+        await eventually(lambda: _admitted(reader, "slow"), what="the held admission landing")
     assert usage.peak <= 2
 
 
 async def test_an_eviction_waits_for_the_admission_it_takes_back(fake_api: FakeApi, reader: Reader) -> None:
     seed_queues(fake_api, cpu=QUOTA_CPU, preemption="LowerPriority")
     fake_api.server.seed(queued("low", "lq", QUOTA_CPU, "low"))
-    usage = CommittedUsage()
-    fake_api.server.store.observers.append(usage.observe)
-    async with kube(fake_api) as plain:
-        client = HeldAdmissions(plain, {"low"})
-        async with controller(client) as process:
-            await eventually(lambda: "low" in client.waiting, what="the low job's admission at the door")
-            await client.create(queued("high", "lq", QUOTA_CPU, "high"))
-            # the engine counts the low job admitted and preempts it for the high one; the
-            # eviction waits for the low job's admission to land, and the preemptor for the eviction
-            await eventually(lambda: _engine_admitted(process, "high"), what="the cycle deciding the preemption")
-            await asyncio.sleep(0.5)
-            assert not await _admitted(reader, "high")
-            assert "low" in client.waiting
-            client.release.set()
-            await eventually(lambda: _admitted(reader, "high"), what="the preemptor admitted after the eviction")
-        low = next(w for w in await reader.workloads() if w["metadata"]["ownerReferences"][0]["name"] == "low")
+    async with held_at_the_door(fake_api, "low") as (client, process, usage):
+        await client.create(queued("high", "lq", QUOTA_CPU, "high"))
+        # the engine counts the low job admitted and preempts it for the high one; the
+        # eviction waits for the low job's admission to land, and the preemptor for the eviction
+        await eventually(lambda: _engine_admitted(process, "high"), what="the cycle deciding the preemption")
+        await asyncio.sleep(0.5)
+        assert not await _admitted(reader, "high")
+        assert "low" in client.waiting
+        client.release.set()
+        await eventually(lambda: _admitted(reader, "high"), what="the preemptor admitted after the eviction")
+    low = next(w for w in await reader.workloads() if w["metadata"]["ownerReferences"][0]["name"] == "low")
     assert not (low.get("status") or {}).get("admission")  # admitted, then preempted: both written, in order
     assert usage.peak <= QUOTA_CPU
 

@@ -4,27 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
 import pytest
 from fakeapi.fixtures import FakeApi
 from kube_support import kube
 
 from scheduler.kube import KubeClient, LeaderElector, LeaseSettings
+from tests.background import in_background
 from tests.eventually import eventually
 
 FAST = LeaseSettings(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
 
 
-@contextlib.asynccontextmanager
-async def campaigning(elector: LeaderElector) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(elector.run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+def campaigning(elector: LeaderElector) -> contextlib.AbstractAsyncContextManager[asyncio.Task[None]]:
+    return in_background(elector.run())
 
 
 async def lease_spec(client: KubeClient) -> dict[str, object]:
