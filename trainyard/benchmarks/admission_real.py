@@ -9,7 +9,8 @@ watches the Workloads, marks each ``Finished`` its running time after its admiss
 back an evicted Workload's reservation. Kueue runs first; then its process is stopped and its
 webhooks removed, and ``trainyard serve`` starts as a process of its own with its ServiceAccount's
 token: never both admitting at once, neither seeing the other's queues, and each controller's CPU
-is its own process's alone (/proc/PID/stat), the runner's apart. Writes per workload are the
+is its own process's alone (/proc/PID/stat), the runner's apart. Kueue's Workloads and Events are
+deleted before trainyard starts, so both sides start on a cluster holding the same. Writes per workload are the
 controller's own from the audit log (Kueue's identity or trainyard's ServiceAccount); the
 runner's writes (creates, Finished, eviction releases for Kueue) are counted for neither.
 """
@@ -203,6 +204,40 @@ def stop_kueue(cluster: Any) -> None:
                 cluster.admin.delete(document["apiVersion"], document["kind"], registered["metadata"]["name"])
 
 
+async def clear_side(client: Any, prefix: str, rounds: int = 20) -> int:
+    """Every Workload and Event of one side's namespaces deleted (finalizers Kueue left, once
+    stopped, cleared first): the next side meets a cluster that holds what the first one met,
+    not fifteen thousand finished Workloads to list, cache and watch. How many were deleted."""
+    from scheduler.kube import KubeApiError
+
+    gates = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+    async def remove(kind: str, obj: dict[str, Any]) -> None:
+        metadata = obj["metadata"]
+        async with gates:
+            if metadata.get("finalizers"):
+                with contextlib.suppress(KubeApiError):  # a conflict: the next round sees it again
+                    await client.patch(
+                        kind, metadata["name"], {"metadata": {"finalizers": None}}, metadata["namespace"]
+                    )
+            if not metadata.get("deletionTimestamp"):
+                with contextlib.suppress(KubeApiError):
+                    await client.delete(kind, metadata["name"], metadata["namespace"])
+
+    removed: set[tuple[str, str, str]] = set()
+    for kind in ("Workload", "Event"):
+        for _ in range(rounds):
+            listed = (await client.list(kind)).items
+            mine = [o for o in listed if str(o["metadata"]["namespace"]).startswith(prefix)]
+            if not mine:
+                break
+            removed.update((kind, o["metadata"]["namespace"], o["metadata"]["name"]) for o in mine)
+            await asyncio.gather(*(remove(kind, obj) for obj in mine))
+        else:
+            raise SystemExit(f"bench admission --real: the {kind} objects of {prefix}* would not go")
+    return len(removed)
+
+
 def start_trainyard(cluster: Any) -> Any:
     """``trainyard serve`` as its own process, with a token of its ServiceAccount (the install's RBAC)."""
     from sandbox.real.install import service_account_kubeconfig, service_documents
@@ -260,6 +295,7 @@ async def measure(scenario: str, count: int | None, binaries: Path | None, timeo
             kueue = await run_side(cluster, client, "kq-", workloads, kueue_pid, KUEUE_USER, timeout)
             print(f"bench admission --real: Kueue's side {json.dumps(kueue)}", file=sys.stderr, flush=True)
             await asyncio.to_thread(stop_kueue, cluster)
+            await clear_side(client, "kq-")
             await asyncio.to_thread(_seed, cluster, prefixed_documents(objects, "ty-"))
             service = await asyncio.to_thread(start_trainyard, cluster)
             try:
