@@ -191,10 +191,10 @@ class QueueController:
         for listener in self.cycle_listeners:
             listener()
         retry = await self._write_decisions(result, now)
-        plan_in = self.pending.due_in(asyncio.get_running_loop().time())
-        if plan_in == 0.0 and self._pending_in_flight == 0:
+        if self.pending.due_in(asyncio.get_running_loop().time()) == 0.0 and self._pending_in_flight == 0:
             await self._write_pending(now, result.pending)
-        plan_in = max(plan_in, self.pending.interval)
+        # the next plan: when due, or (due but the last plan's writes still landing) a period on
+        plan_in = self.pending.due_in(asyncio.get_running_loop().time()) or self.pending.interval
         if self.metrics is not None:
             self.metrics.refresh(self.engine)
         wake = self.engine.next_timer()
