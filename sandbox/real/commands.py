@@ -90,6 +90,9 @@ def kube_apiserver(
             # batch mode drops events once its buffer (10,000 by default) is full: at 15,000 Workloads
             # `bench admission --real` read 0.32 status writes per admitted Workload
             "--audit-log-batch-buffer-size=500000",
+            # the log is rotated at 100 MB unless told otherwise (lumberjack's default for 0), and a
+            # 15,000-Workload run writes more: the counts then missed the rotated part
+            "--audit-log-maxsize=1000000",
         ]
     return command
 

@@ -83,6 +83,19 @@ def test_audit_counts_kueue_writes_apart_from_the_runner(tmp_path: Path) -> None
     assert (counts["status:PATCH workloads"], counts["status:PUT workloads"]) == (1, 1)
 
 
+def test_audit_counts_read_the_rotated_backups_and_wait_for_a_half_written_line(tmp_path: Path) -> None:
+    """kube-apiserver rotates its audit log (at 100 MB unless told): a count must read the backups too."""
+
+    def event(verb: str) -> str:
+        body = {"stage": "ResponseComplete", "user": {"username": KUEUE_USER}, "verb": verb}
+        return json.dumps({**body, "objectRef": {"resource": "workloads", "subresource": "status"}})
+
+    (tmp_path / "audit-2026-11-28T10-00-00.000.log").write_text(event("patch") + "\n" + event("update") + "\n")
+    (tmp_path / "audit-2026-11-28T11-00-00.000.log").write_text(event("patch") + "\n")
+    (tmp_path / "audit.log").write_text(event("update") + "\n" + event("patch")[:40])
+    assert audit_write_counts(tmp_path / "audit.log", KUEUE_USER)["status"] == 4
+
+
 def test_each_side_gets_its_own_queues_and_namespaces() -> None:
     objects, workloads = scenario_workloads("kueue-baseline", 120)
     renamed = prefixed_documents(objects, "ty-")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from builders import ClusterQueueBuilder, LocalQueueBuilder, NodeBuilder, Resour
 from real_support import HOSTNAME_LABEL, KUEUE_API, TRAINER_API, service_kubeconfig, trainjob
 
 from sandbox.embedded import bundled_runtimes
+from sandbox.real.audit_log import audit_events
 from sandbox.real.binaries import ClusterTools
 from sandbox.real.control_plane import MANIFESTS, RealCluster, RealClusterSettings
 from sandbox.real.install import service_documents
@@ -268,8 +268,7 @@ def test_the_service_account_was_refused_nothing(kueue_cluster: RealCluster, adm
     """manifests/beside-kueue's RBAC covers every request the check, the launcher and the ungater sent."""
     time.sleep(1)  # the audit log is written asynchronously
     refused, sent = [], set()
-    for line in Path(kueue_cluster.audit_log).read_text().splitlines():
-        event = json.loads(line)
+    for event in audit_events(kueue_cluster.audit_log):
         if event.get("user", {}).get("username") != SERVICE_USER:
             continue
         ref = event.get("objectRef") or {}

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 from kubernetes import client as official_client
 from real_support import KUEUE_API, PoolFactory, trainjob
 
+from sandbox.real.audit_log import audit_events
 from sandbox.real.control_plane import RealCluster
 from sandbox.real.service_process import ServiceProcess
 from tests.eventually import eventually_blocking
@@ -73,7 +73,7 @@ def test_the_standby_replica_takes_over_when_the_leader_dies(
 
 def test_the_service_account_was_never_refused(real_cluster: RealCluster, trainyard_service: ServiceProcess) -> None:
     """Every request trainyard made with its token was allowed by RBAC (the audit log's decisions)."""
-    events = [json.loads(line) for line in real_cluster.audit_log.read_text().splitlines()]
+    events = list(audit_events(real_cluster.audit_log))
     ours = [e for e in events if e.get("user", {}).get("username") == SERVICE_USER]
     assert ours, "trainyard made no request with its ServiceAccount's token"
     refused = [

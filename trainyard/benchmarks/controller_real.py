@@ -17,7 +17,6 @@ ServiceAccount, by verb and resource.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import time
 from collections import Counter
@@ -25,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sandbox.real.audit_log import audit_events
 from trainyard.benchmarks.launch_measures import (
     NAMESPACE,
     RUNTIMES,
@@ -41,10 +41,7 @@ _WRITE_VERBS = {"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "
 def audit_write_counts(audit_log: Path, user: str = SERVICE_USER) -> Counter[str]:
     """``user``'s writes in a kube-apiserver audit log, counted as ``write_counts`` counts the embedded server's."""
     counts: Counter[str] = Counter()
-    if not audit_log.exists():
-        return counts
-    for line in audit_log.read_text().splitlines():
-        event = json.loads(line)
+    for event in audit_events(audit_log):
         if event.get("stage") != "ResponseComplete" or event.get("user", {}).get("username") != user:
             continue
         method = _WRITE_VERBS.get(event.get("verb", ""))
