@@ -1,9 +1,11 @@
 """core/v1 Events about the objects the controllers manage (what `kubectl describe` shows).
 
-Events are best effort, as in client-go's recorder: sent in the background (a reconcile, or the
-queue controller's cycle, never waits on them: on a loaded API server two Events per admitted
-Workload held every cycle back), at most ``MAX_IN_FLIGHT`` at once (more are dropped, counted as
-failed); a failed write is logged, never retried and never fails a reconcile.
+Events are best effort, as in client-go's recorder: queued and sent in the background (a
+reconcile, or the queue controller's cycle, never waits on them: on a loaded API server two Events
+per admitted Workload held every cycle back), one at a time as client-go's broadcaster sends them,
+so a burst of Events does not crowd the API server while the writes that admit and launch jobs
+wait. At most ``MAX_QUEUED`` wait (client-go's ``maxQueuedEvents``); more are dropped, counted as
+failed. A failed write is logged, never retried and never fails a reconcile.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,7 +28,7 @@ log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
-MAX_IN_FLIGHT = 256  # Events being sent at once; client-go's broadcaster drops past its queue too
+MAX_QUEUED = 1000  # Events waiting to be sent; client-go's broadcaster drops past its queue too
 
 
 class EventRecorder:
@@ -34,30 +37,30 @@ class EventRecorder:
         self.clock = clock
         self.sent = 0
         self.failed = 0
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self._queued: deque[dict[str, Any]] = deque()
+        self._sender: asyncio.Task[None] | None = None  # runs while Events are queued, then ends
 
     async def record(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        """Send an Event about ``subject`` in the background; returns at once."""
+        """Queue an Event about ``subject`` to be sent in the background; returns at once."""
         metadata = subject.get("metadata") or {}
-        if len(self._in_flight) >= MAX_IN_FLIGHT:
+        if len(self._queued) >= MAX_QUEUED:
             self.failed += 1
             log.info(
-                "event %s on %s %s dropped: %d in flight",
-                reason,
-                subject.get("kind"),
-                metadata.get("name"),
-                MAX_IN_FLIGHT,
+                "event %s on %s %s dropped: %d queued", reason, subject.get("kind"), metadata.get("name"), MAX_QUEUED
             )
             return
-        event = self._event(subject, event_type, reason, message)  # the subject as it is now
-        task = asyncio.get_running_loop().create_task(self._send(event))
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        self._queued.append(self._event(subject, event_type, reason, message))  # the subject as it is now
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send_queued())
 
     async def flush(self) -> None:
-        """Wait for the Events in flight (a clean shutdown, or a test that reads them at once)."""
-        while self._in_flight:
-            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+        """Wait for the queued Events (a clean shutdown, or a test that reads them at once)."""
+        while self._sender is not None and not self._sender.done():
+            await asyncio.gather(self._sender, return_exceptions=True)
+
+    async def _send_queued(self) -> None:
+        while self._queued:
+            await self._send(self._queued.popleft())
 
     def _event(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> dict[str, Any]:
         metadata = subject.get("metadata") or {}
