@@ -9,7 +9,9 @@ every time a job is admitted, and a freed quota changes the numbers in every wai
 - a change of position or numbers alone is refreshed at most every ``refresh`` seconds per
   workload, and at most ``refresh_rate`` such writes per second over the whole queue, the
   longest-unrefreshed first. The backlog of refreshes drains over later cycles, so a long queue
-  costs the API server a steady trickle instead of a burst per cycle.
+  costs the API server a steady trickle instead of a burst per cycle. The trickle is kept thin
+  (five a second): Kueue writes no positions at all, the visibility API answers them exactly, and
+  at twenty a second a 15,000-Workload backlog cost a third more status writes than Kueue's.
 
 Working out a reason costs the controller too, so a plan looks at new arrivals, at the heads
 the cycle just tried (their reasons are fresh), and at most ``sweep`` others, the longest unlooked
@@ -61,7 +63,7 @@ class PendingWrite:
 
 class PendingStatus:
     def __init__(
-        self, *, refresh: float = 10.0, refresh_rate: float = 20.0, interval: float = 1.0, sweep: int = 500
+        self, *, refresh: float = 10.0, refresh_rate: float = 5.0, interval: float = 1.0, sweep: int = 500
     ) -> None:
         self.refresh = refresh
         self.refresh_rate = refresh_rate

@@ -78,7 +78,7 @@ class QueueController:
         debounce: float = 0.02,
         min_interval: float = 0.05,
         pending_refresh: float = 10.0,
-        pending_refresh_rate: float = 20.0,
+        pending_refresh_rate: float = 5.0,
         pending_interval: float = 1.0,
         write_concurrency: int = 16,
         resync_period: float = 5.0,
@@ -87,6 +87,8 @@ class QueueController:
         self.cache = cache
         self.clock = clock
         self.metrics = metrics
+        if metrics is not None:
+            metrics.follow(lambda: self.engine)  # its gauges are read from the engine when scraped
         self.events = events
         self.debounce = debounce
         self.min_interval = min_interval
@@ -195,8 +197,6 @@ class QueueController:
             await self._write_pending(now, result.pending)
         # the next plan: when due, or (due but the last plan's writes still landing) a period on
         plan_in = self.pending.due_in(asyncio.get_running_loop().time()) or self.pending.interval
-        if self.metrics is not None:
-            self.metrics.refresh(self.engine)
         wake = self.engine.next_timer()
         delay = None if wake is None else max(0.0, wake - self.clock())
         if retry:
