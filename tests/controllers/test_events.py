@@ -39,7 +39,8 @@ async def test_events_are_sent_in_order_one_at_a_time_and_record_never_waits() -
     for index in range(5):
         await recorder.record(_subject(f"p{index}"), NORMAL, "Started", "started")  # returns with the server held
     await asyncio.sleep(0.01)
-    assert client.running == 1 and client.created == []
+    assert client.running == 1
+    assert client.created == []
     client.go.set()
     await recorder.flush()
     assert [e["involvedObject"]["name"] for e in client.created] == [f"p{i}" for i in range(5)]
