@@ -220,8 +220,14 @@ async def test_suspend_deletes_the_pods_and_resume_recreates_them(cluster: tuple
     assert condition_of(resumed, "Suspended")["status"] == "False"  # type: ignore[index]
     await client.patch("JobSet", "paused", {"spec": {"suspend": True}}, "default")
     await eventually(lambda: _no_live_pods(client, "paused"), timeout=10, what="suspension to delete the running pods")
-    job = await client.get("Job", "paused-workers-0", "default")
-    assert condition_of(job, "Suspended")["status"] == "True"  # type: ignore[index]
+
+    async def job_suspended() -> bool:
+        # the Job controller deletes the pods, then writes the condition: a reader may see the first alone
+        job = await client.get("Job", "paused-workers-0", "default")
+        found = condition_of(job, "Suspended")
+        return found is not None and found["status"] == "True"
+
+    await eventually(job_suspended, timeout=10, what="the Job's Suspended=True")
 
 
 async def _all_running(client: KubeClient, jobset: str, count: int) -> list[dict[str, Any]] | None:
