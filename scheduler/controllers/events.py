@@ -1,11 +1,9 @@
 """core/v1 Events about the objects the controllers manage (what `kubectl describe` shows).
 
-Events are best effort, as in client-go's recorder: queued and sent in the background (a
-reconcile, or the queue controller's cycle, never waits on them: on a loaded API server two Events
-per admitted Workload held every cycle back), one at a time as client-go's broadcaster sends them,
-so a burst of Events does not crowd the API server while the writes that admit and launch jobs
-wait. At most ``MAX_QUEUED`` wait (client-go's ``maxQueuedEvents``); more are dropped, counted as
-failed. A failed write is logged, never retried and never fails a reconcile.
+Events are best effort, as in client-go's recorder: sent in the background (a reconcile, or the
+queue controller's cycle, never waits on them: on a loaded API server two Events per admitted
+Workload held every cycle back), at most ``MAX_IN_FLIGHT`` at once (more are dropped, counted as
+failed); a failed write is logged, never retried and never fails a reconcile.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,7 +25,7 @@ log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
-MAX_QUEUED = 1000  # Events waiting to be sent; client-go's broadcaster drops past its queue too
+MAX_IN_FLIGHT = 256  # Events being sent at once; client-go's broadcaster drops past its queue too
 
 
 class EventRecorder:
@@ -37,30 +34,30 @@ class EventRecorder:
         self.clock = clock
         self.sent = 0
         self.failed = 0
-        self._queued: deque[dict[str, Any]] = deque()
-        self._sender: asyncio.Task[None] | None = None  # runs while Events are queued, then ends
+        self._in_flight: set[asyncio.Task[None]] = set()
 
     async def record(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        """Queue an Event about ``subject`` to be sent in the background; returns at once."""
+        """Send an Event about ``subject`` in the background; returns at once."""
         metadata = subject.get("metadata") or {}
-        if len(self._queued) >= MAX_QUEUED:
+        if len(self._in_flight) >= MAX_IN_FLIGHT:
             self.failed += 1
             log.info(
-                "event %s on %s %s dropped: %d queued", reason, subject.get("kind"), metadata.get("name"), MAX_QUEUED
+                "event %s on %s %s dropped: %d in flight",
+                reason,
+                subject.get("kind"),
+                metadata.get("name"),
+                MAX_IN_FLIGHT,
             )
             return
-        self._queued.append(self._event(subject, event_type, reason, message))  # the subject as it is now
-        if self._sender is None or self._sender.done():
-            self._sender = asyncio.get_running_loop().create_task(self._send_queued())
+        event = self._event(subject, event_type, reason, message)  # the subject as it is now
+        task = asyncio.get_running_loop().create_task(self._send(event))
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
 
     async def flush(self) -> None:
-        """Wait for the queued Events (a clean shutdown, or a test that reads them at once)."""
-        while self._sender is not None and not self._sender.done():
-            await asyncio.gather(self._sender, return_exceptions=True)
-
-    async def _send_queued(self) -> None:
-        while self._queued:
-            await self._send(self._queued.popleft())
+        """Wait for the Events in flight (a clean shutdown, or a test that reads them at once)."""
+        while self._in_flight:
+            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
 
     def _event(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> dict[str, Any]:
         metadata = subject.get("metadata") or {}
