@@ -1,9 +1,13 @@
 """core/v1 Events about the objects the controllers manage (what `kubectl describe` shows).
 
-Events are best effort, as in client-go's recorder: sent in the background (a reconcile, or the
-queue controller's cycle, never waits on them: on a loaded API server two Events per admitted
-Workload held every cycle back), at most ``MAX_IN_FLIGHT`` at once (more are dropped, counted as
-failed); a failed write is logged, never retried and never fails a reconcile.
+Events are best effort, as in client-go's recorder. While its controllers run, the recorder's
+``run`` (started beside their workers, cancelled with them) sends queued Events one at a time, as
+client-go's broadcaster does: a reconcile, or the queue controller's cycle, never waits on them
+(on a loaded API server two Events per admitted Workload held every cycle back), and a burst of
+Events does not crowd the API server while the writes that admit and launch jobs wait. At most
+``MAX_QUEUED`` wait (client-go's ``maxQueuedEvents``); more are dropped, counted as failed. With
+no sender running (a reconcile called on its own) an Event is sent before ``record`` returns. A
+failed write is logged, never retried and never fails a reconcile.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,7 +30,7 @@ log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
-MAX_IN_FLIGHT = 256  # Events being sent at once; client-go's broadcaster drops past its queue too
+MAX_QUEUED = 1000  # Events waiting to be sent; client-go's broadcaster drops past its queue too
 
 
 class EventRecorder:
@@ -34,30 +39,52 @@ class EventRecorder:
         self.clock = clock
         self.sent = 0
         self.failed = 0
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self._queued: deque[dict[str, Any]] = deque()
+        self._wake: asyncio.Event | None = None  # set while ``run`` sends; None when no sender runs
+
+    async def run(self) -> None:
+        """Send queued Events one at a time until cancelled; what is still queued then is dropped
+        (a replica that lost its lease stops writing at once)."""
+        wake = asyncio.Event()
+        self._wake = wake
+        try:
+            while True:
+                while self._queued:
+                    event = self._queued.popleft()
+                    try:
+                        await self._send(event)
+                    except Exception:  # a bug in one Event must not stop the sender, nor its controller
+                        self.failed += 1
+                        log.exception("event %s not recorded", event.get("reason"))
+                wake.clear()
+                await wake.wait()
+        finally:
+            self._wake = None
+            self.failed += len(self._queued)
+            self._queued.clear()
+
+    @property
+    def queued(self) -> int:
+        return len(self._queued)
 
     async def record(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        """Send an Event about ``subject`` in the background; returns at once."""
-        metadata = subject.get("metadata") or {}
-        if len(self._in_flight) >= MAX_IN_FLIGHT:
+        """Queue an Event about ``subject`` for the sender; returns at once while one runs."""
+        event = self._event(subject, event_type, reason, message)  # the subject as it is now
+        if self._wake is None:
+            await self._send(event)
+            return
+        if len(self._queued) >= MAX_QUEUED:
             self.failed += 1
             log.info(
-                "event %s on %s %s dropped: %d in flight",
+                "event %s on %s %s dropped: %d queued",
                 reason,
                 subject.get("kind"),
-                metadata.get("name"),
-                MAX_IN_FLIGHT,
+                event["involvedObject"]["name"],
+                MAX_QUEUED,
             )
             return
-        event = self._event(subject, event_type, reason, message)  # the subject as it is now
-        task = asyncio.get_running_loop().create_task(self._send(event))
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
-
-    async def flush(self) -> None:
-        """Wait for the Events in flight (a clean shutdown, or a test that reads them at once)."""
-        while self._in_flight:
-            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+        self._queued.append(event)
+        self._wake.set()
 
     def _event(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> dict[str, Any]:
         metadata = subject.get("metadata") or {}

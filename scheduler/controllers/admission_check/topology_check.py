@@ -117,6 +117,11 @@ class TopologyCheckController:
         kind = str(document.get("kind"))
         return Node.model_validate(document) if kind == "Node" else KUEUE_KINDS[kind].model_validate(document)
 
+    async def run_alongside(self) -> None:
+        """The Event sender, for as long as the controller runs."""
+        if self.events is not None:
+            await self.events.run()
+
     async def prepare(self) -> None:
         """A new term: the engine is built afresh from the cache, placed gangs hold their nodes again."""
         self.check = TopologyCheck(AdmissionEngine(self.config), self.controller_name)

@@ -144,8 +144,11 @@ class QueueController:
             self.queue_add_after(RESYNC, self.resync_period)
 
     async def run_alongside(self) -> None:
-        """The handed-off writes' task group, for as long as the controller runs."""
-        await self.handed_off.run()
+        """The handed-off writes' task group and the Event sender, for as long as the controller runs."""
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self.handed_off.run(), name="queue-handed-off-writes")
+            if self.events is not None:
+                tasks.create_task(self.events.run(), name="queue-events")
 
     async def reconcile(self, request: QueueRequest) -> ReconcileResult:
         if isinstance(request, CycleRequest):
