@@ -281,8 +281,11 @@ class QueueController:
             # never admit what the server already shows admitted (or no longer has): take its view
             self.mirror.resubmit(key)
             return workload is None
+        # read before the write: while it is in flight the next cycle may take the admission back
+        # (a preemption, a finish), and ``info.admission`` is then None
+        admission = info.admission
         document = workload.document
-        if not await self.writer.write(key, document, admitted_patch(document, info.admission, now)):
+        if not await self.writer.write(key, document, admitted_patch(document, admission, now)):
             if not self.mirror.unsure(key):  # an admission that may have landed keeps its quota
                 self.mirror.resubmit(key)
             refusal = self.writer.refusal(key)
@@ -292,9 +295,9 @@ class QueueController:
         self.pending.forget(key)
         self._refused_count.pop(key, None)
         if self.metrics is not None:
-            self.metrics.admitted(info.admission.cluster_queue, now - (info.queue_order_time or info.created))
+            self.metrics.admitted(admission.cluster_queue, now - (info.queue_order_time or info.created))
         await self._event(
-            workload, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {info.admission.cluster_queue}"
+            workload, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {admission.cluster_queue}"
         )
         return True
 
