@@ -59,7 +59,8 @@ class EventRecorder:
                 wake.clear()
                 await wake.wait()
         finally:
-            self._wake = None
+            if self._wake is wake:  # (a later term's sender may have started already)
+                self._wake = None
             self.failed += len(self._queued)
             self._queued.clear()
 
@@ -69,19 +70,14 @@ class EventRecorder:
 
     async def record(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Queue an Event about ``subject`` for the sender; returns at once while one runs."""
+        if self._wake is not None and len(self._queued) >= MAX_QUEUED:
+            self.failed += 1
+            name = (subject.get("metadata") or {}).get("name")
+            log.info("event %s on %s %s dropped: %d queued", reason, subject.get("kind"), name, MAX_QUEUED)
+            return
         event = self._event(subject, event_type, reason, message)  # the subject as it is now
         if self._wake is None:
             await self._send(event)
-            return
-        if len(self._queued) >= MAX_QUEUED:
-            self.failed += 1
-            log.info(
-                "event %s on %s %s dropped: %d queued",
-                reason,
-                subject.get("kind"),
-                event["involvedObject"]["name"],
-                MAX_QUEUED,
-            )
             return
         self._queued.append(event)
         self._wake.set()
