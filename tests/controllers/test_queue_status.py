@@ -7,6 +7,7 @@ import asyncio
 import itertools
 from typing import Any
 
+import pytest
 from fakeapi.fixtures import FakeApi
 from queue_support import (
     NS,
@@ -21,6 +22,7 @@ from queue_support import (
 )
 
 from sandbox.apiserver.records import StoredEvent
+from scheduler.controllers.queueing import queue_status
 from tests.eventually import eventually
 
 
@@ -68,6 +70,20 @@ async def test_cluster_queue_and_local_queue_status_carry_counts_usage_and_activ
     assert lq["status"]["flavorsReservation"] == [{"name": "default", "resources": [{"name": "cpu", "total": "2"}]}]
     assert lq["status"]["flavorsUsage"] == lq["status"]["flavorsReservation"]
     assert active(lq) == ("True", "Ready", "Can submit new workloads to localQueue")
+
+
+async def test_one_queues_status_write_does_not_hold_back_the_others(
+    fake_api: FakeApi, reader: Reader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue's own status write (its answer learned into the cache at once) asks for no cycle:
+    the other queues' status must not wait for one that never comes, nor for the fallback look.
+    Nothing is queued and no resync is due, so no later cycle would come to release them."""
+    monkeypatch.setattr(queue_status, "_NOT_READY_FALLBACK", 3600.0)
+    seed_queues(fake_api, cpu=2)
+    async with kube(fake_api) as client, controller(client) as process:
+        process.built.queue.resync_period = 3600.0  # set before the first term starts
+        await eventually(lambda: _with_counts(reader, cluster_queue, "cq", (0, 0, 0)), timeout=15, what="cq status")
+        await eventually(lambda: _with_counts(reader, local_queue, "lq", (0, 0, 0)), timeout=15, what="lq status")
 
 
 async def _with_counts(reader: Reader, read: Any, name: str, wanted: tuple[int, int, int]) -> dict[str, Any] | None:

@@ -106,6 +106,7 @@ class QueueController:
         self._last_cycle: float | None = None  # loop time
         self._cycle_cost = 0.0  # seconds the last cycle spent computing (not waiting on writes)
         self.cycles = 0
+        self.cycle_due = False  # a cycle was asked for (an input changed) and has not begun yet
         self.cycle_listeners: list[Callable[[], None]] = []  # told once each cycle has decided
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
@@ -172,6 +173,7 @@ class QueueController:
     def request_cycle(self) -> None:
         if self.queue_add_after is None:
             return
+        self.cycle_due = True
         loop = asyncio.get_running_loop()
         delay = self.debounce
         if self._last_cycle is not None:
@@ -184,6 +186,7 @@ class QueueController:
     async def _cycle(self) -> ReconcileResult:
         self._last_cycle = asyncio.get_running_loop().time()
         self.cycles += 1
+        self.cycle_due = False
         if self._resync_due:
             self._resync_due = False
             started = time.perf_counter()

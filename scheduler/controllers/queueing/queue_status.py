@@ -107,17 +107,18 @@ class QueueStatusController:
         cache: ClusterCache,
         engine: Callable[[], AdmissionEngine | None],
         *,
-        cycles: Callable[[], int],
+        cycle_due: Callable[[], bool],
         batch_period: float = BATCH_PERIOD,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         self.cache = cache
         self.engine = engine  # None while the queue controller has not built this term's engine
-        # The queue controller's cycle count: an input changed since the last cycle began means the
-        # engine has not compiled it yet (a new ClusterQueue, a deleted flavor) nor decided on it.
-        self.cycles = cycles
-        self._cycle_at_change = -1
+        # Whether the queue controller has a cycle to run for an input the engine has taken in but
+        # not decided on yet (a new ClusterQueue, a deleted flavor, a new Workload): figures read
+        # now would be the last cycle's. A change that asks for no cycle (the echo of a decision
+        # the engine made itself, a status-only write) waits for none.
+        self.cycle_due = cycle_due
         self.batch_period = batch_period
         self.clock = clock
         self._written: dict[str, float] = {}  # key -> loop time of its last status write
@@ -147,7 +148,6 @@ class QueueStatusController:
 
     def _input_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         self._changes += 1
-        self._cycle_at_change = self.cycles()
 
     def enqueue_map(self) -> dict[str, Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[str]]]:
         def own(kind: str) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], list[str]]:
@@ -181,7 +181,7 @@ class QueueStatusController:
         if document is None:
             self._written.pop(key, None)
             return ReconcileResult()
-        if engine is None or self.cycles() <= self._cycle_at_change:
+        if engine is None or self.cycle_due():
             self._awaiting_cycle.add(key)  # the next cycle takes the change in, then ``cycle_ran``
             return ReconcileResult(requeue_after=_NOT_READY_FALLBACK)
         loop = asyncio.get_running_loop()

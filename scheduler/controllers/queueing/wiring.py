@@ -84,7 +84,11 @@ def build_queue_controllers(
     trainjob_controller = Controller(trainjobs, workers=workers)
     # ClusterQueue and LocalQueue status from the queue controller's engine, read after its cycles
     queue_status = QueueStatusController(
-        client, cache, lambda: queue.engine if queue.mirror.live else None, cycles=lambda: queue.cycles, clock=clock
+        client,
+        cache,
+        lambda: queue.engine if queue.mirror.live else None,
+        cycle_due=lambda: queue.cycle_due,
+        clock=clock,
     )
     status_controller = Controller(queue_status, workers=1)
     queue_status.bind(status_controller.queue.add)
