@@ -89,6 +89,16 @@ def test_a_finish_skipped_during_a_write_is_released_by_the_resync() -> None:
     assert mirror.resync() == []  # nothing left to heal
 
 
+def test_an_admission_the_server_no_longer_shows_is_taken_back_and_counted_by_its_cause() -> None:
+    cache, mirror = mirror_with(workload(1, admitted=True))
+    skipped(cache, mirror, workload(2))  # e.g. another writer's eviction, missed during our write
+    assert mirror.resync() == [KEY]
+    assert mirror.engine.workloads[KEY].state is not WorkloadState.ADMITTED
+    assert mirror.taken_back == {"resync": 1}
+    mirror.resubmit(KEY, "its admission was not written")  # pending before and after: nothing taken back
+    assert mirror.taken_back == {"resync": 1}
+
+
 def test_an_admission_skipped_during_a_write_is_restored_by_the_resync() -> None:
     cache, mirror = mirror_with(workload(1))
     assert mirror.engine.workloads[KEY].state is not WorkloadState.ADMITTED
@@ -148,7 +158,7 @@ def test_a_failed_write_never_undoes_our_own_admission_the_cache_has_not_shown_y
     mirror.learned(KEY, admitted)  # the server's answer; its echo has not arrived
     assert mirror.freshest(KEY) == admitted
 
-    mirror.resubmit(KEY)  # e.g. after a refused eviction write
+    mirror.resubmit(KEY, "its eviction was not written")
     assert mirror.engine.workloads[KEY].state is WorkloadState.ADMITTED  # the quota stays held
 
     cache.apply(copy.deepcopy(admitted))  # the echo arrives: the cache is the truth again

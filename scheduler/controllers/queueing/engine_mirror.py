@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +107,7 @@ class EngineMirror:
         # keys with a write handed off to land later (set by the queue controller): as good as in flight
         self.handed_off: Callable[[str], bool] = lambda key: False
         self._expected: dict[str, _OwnWrite] = {}  # our writes whose revision the cache has not shown yet
+        self.taken_back: Counter[str] = Counter()  # admissions the engine gave up for the server's view, by cause
         for kind in ENGINE_KINDS:
             cache.on_change(kind, self._handler(kind))
 
@@ -194,7 +196,7 @@ class EngineMirror:
         ).get("generation")
         engine_admitted = info.state is WorkloadState.ADMITTED
         if admitted_on_server != engine_admitted or (spec_changed and not engine_admitted):
-            self.resubmit(key)
+            self.resubmit(key, "its change on the server" if spec_changed else "another writer's status")
             return True
         return False
 
@@ -266,7 +268,7 @@ class EngineMirror:
             admitted_on_server = bool((document.get("status") or {}).get("admission"))
             missing = info is None or info.state is WorkloadState.FINISHED
             if missing or admitted_on_server != (info is not None and info.state is WorkloadState.ADMITTED):
-                self.resubmit(key)
+                self.resubmit(key, "resync")
                 healed.append(key)
         for key in [w.key for w in self.engine.all_workloads() if w.key not in cached and not self.busy(w.key)]:
             self.engine.forget(key, now)
@@ -292,18 +294,25 @@ class EngineMirror:
         base = _revision(base_version)
         self._expected[key] = _OwnWrite(None if base is None else base + 1, self.clock(), None)
 
-    def resubmit(self, key: str) -> None:
+    def resubmit(self, key: str, cause: str) -> None:
         """Forget what the engine decided for ``key`` and take the Workload as the cache has it.
 
         The way back from a failed write: quota the engine reserved for a decision that did not
         land is released; an admission that did land is restored. "As the cache has it" means
         ``freshest``: an admission we wrote a moment ago counts even before its echo arrives.
+        An admission taken back this way is logged and counted by ``cause`` (``taken_back``).
         """
         now = self.clock()
+        before = self.engine.workload(key)
+        was_admitted = before is not None and before.state is WorkloadState.ADMITTED
         self.engine.forget(key, now)
         document = self.freshest(key)
         if document is not None:
             self._submit(document, now)
+        after = self.engine.workload(key)
+        if was_admitted and (after is None or after.state is not WorkloadState.ADMITTED):
+            self.taken_back[cause] += 1
+            log.info("Workload %s: admission taken back in the engine (%s)", key, cause)
 
     def _submit(self, document: dict[str, Any], now: float) -> None:
         if condition_true(document, "Finished"):

@@ -236,7 +236,7 @@ class QueueController:
         for admitted in result.admitted:
             if still_held and may_stand_on(self.engine, admitted, still_held):
                 # admitting it now could overcommit what a victim still holds on the server
-                self.mirror.resubmit(admitted.key)
+                self.mirror.resubmit(admitted.key, "a victim's eviction failed")
                 failed = True
                 continue
             await self.handed_off.hand_off(admitted.key, self._admission(admitted.key, now))
@@ -263,14 +263,14 @@ class QueueController:
         workload = self._workload(key)
         if workload is None or workload.admission is None:
             # the server shows no admission to take away: the engine was behind; take the server's view
-            self.mirror.resubmit(key)
+            self.mirror.resubmit(key, "no admission on the server to evict")
             return True
         if requeue_at is None and preempted_reason is not None:
             requeue_at = now  # preempted workloads go back to their queue at once
         document = workload.document
         patch = evicted_patch(document, reason, message, now, preempted_reason=preempted_reason, requeue_at=requeue_at)
         if not await self.writer.write(key, document, patch):
-            self.mirror.resubmit(key)
+            self.mirror.resubmit(key, "its eviction was not written")
             return False
         await self._event(workload, WARNING, "Preempted" if preempted_reason else "Evicted", message)
         return True
@@ -282,7 +282,7 @@ class QueueController:
             return True  # undone meanwhile (deleted, finished)
         if workload is None or workload.admission is not None:
             # never admit what the server already shows admitted (or no longer has): take its view
-            self.mirror.resubmit(key)
+            self.mirror.resubmit(key, "admitted or gone on the server already")
             return workload is None
         # read before the write: while it is in flight the next cycle may take the admission back
         # (a preemption, a finish), and ``info.admission`` is then None
@@ -290,7 +290,7 @@ class QueueController:
         document = workload.document
         if not await self.writer.write(key, document, admitted_patch(document, admission, now)):
             if not self.mirror.unsure(key):  # an admission that may have landed keeps its quota
-                self.mirror.resubmit(key)
+                self.mirror.resubmit(key, "its admission was not written")
             refusal = self.writer.refusal(key)
             if refusal is not None:
                 await self._hold_refused(key, workload, refusal, now)
@@ -366,7 +366,7 @@ class QueueController:
             return True
         document = workload.document
         if not await self.writer.write(outcome.key, document, admitted_patch(document, info.admission, now)):
-            self.mirror.resubmit(outcome.key)
+            self.mirror.resubmit(outcome.key, "its new placement was not written")
             return False
         message = f"Node {outcome.node} failed; its pods were placed again in the same topology domain"
         await self._event(workload, WARNING, "NodeFailures", message)

@@ -21,12 +21,14 @@ connections to a cluster.
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from trainyard.cli.errors import UserError
 from trainyard.event_loop import run_server
 
 SERVICES = ("webhook", "controller")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 LAUNCHER_MODES = ("jobset", "trainer")
 MODES = ("standalone", "admission-check")
 
@@ -42,6 +44,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("service", nargs="?", choices=SERVICES, help="the service to run (default: all)")
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     parser.add_argument("--port", type=int, default=9443, help="HTTPS port (default 9443)")
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="what goes to stderr: 'info' (default) adds what the controllers did and undid to warnings "
+        "and errors; 'debug' adds every request served",
+    )
     _tls_flags(parser)
     _source_flags(parser)
     _visibility_flags(parser)
@@ -221,7 +230,16 @@ def check_mode(args: argparse.Namespace) -> None:
         raise UserError(f"--check-retry-seconds {args.check_retry_seconds:g} must be above 0 and at most 300")
 
 
+def configure_logging(level: str) -> None:
+    """Timestamped lines on stderr; a line per request served only at debug (a webhook answers
+    hundreds a second)."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level != "debug":
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
 def run(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level)
     check_mode(args)
     if args.dashboard_port is not None and args.service is not None:
         raise UserError("--dashboard-port serves the controllers' queues: use it with `trainyard serve` (no SERVICE)")
