@@ -110,7 +110,6 @@ class ControllerManager:
             Informer(client, w.kind, sink, label_selector=w.label_selector, settings=informer_settings)
             for w in self.watches
         ]
-        self._informer_of = {informer.kind.kind: informer for informer in self.informers}
         self._unsynced = len(self.informers)
         self._registrations: list[_Registration] = []
         self.leading = asyncio.Event()  # set while this replica's controllers run
@@ -157,25 +156,14 @@ class ControllerManager:
     def unsynced(self) -> list[str]:
         return [i.kind.kind for i in self.informers if not i.synced.is_set()]
 
-    def learn(self, document: dict[str, Any]) -> None:
-        """The server's answer to a write of ours: into the cache now when its kind is watched, so
-        the controller that acts next on it (the queue controller on a new Workload, the launcher
-        on an admission) need not wait for the watch to echo it."""
-        informer = self._informer_of.get(str(document.get("kind")))
-        if informer is not None and informer.synced.is_set():
-            informer.learn(document)
-
     async def run(self) -> None:
         """Informers always, controllers while leading; until cancelled."""
-        self.client.answer_listeners.append(self.learn)
         try:
             async with asyncio.TaskGroup() as tasks:
                 for informer in self.informers:
                     tasks.create_task(informer.run(), name=f"informer-{informer.kind.kind}")
                 tasks.create_task(self._campaign(), name="controllers")
         finally:
-            if self.learn in self.client.answer_listeners:
-                self.client.answer_listeners.remove(self.learn)
             for registration in self._registrations:
                 registration.controller.queue.shutdown()
 

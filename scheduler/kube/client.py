@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -72,9 +72,6 @@ class KubeClient:
     def __init__(self, api_client: client.ApiClient, *, request_timeout: float = 30.0) -> None:
         self.api_client = api_client
         self.request_timeout = request_timeout
-        # told every object a create, replace or patch answered with (a controller manager's
-        # informers learn their own writes from it before the watch echoes them)
-        self.answer_listeners: list[Callable[[dict[str, Any]], None]] = []
 
     async def _call(
         self,
@@ -260,14 +257,14 @@ class KubeClient:
         ns = (namespace or _namespace_of(document)) if k.namespaced else None
         if k.namespaced and ns is None:
             raise ValueError(f"{k.kind} {document.get('metadata', {}).get('name')!r} needs metadata.namespace")
-        return self._answered(k, await self._call("POST", k.path(ns), body=document))
+        return self._complete(k, await self._call("POST", k.path(ns), body=document))
 
     async def replace(self, document: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
         """PUT the whole object (or its ``/status``); its metadata.resourceVersion makes it conditional."""
         k = self._kind_of(document)
         name = str((document.get("metadata") or {}).get("name", ""))
         path = k.path(_namespace_of(document) if k.namespaced else None, name, "status" if status else None)
-        return self._answered(k, await self._call("PUT", path, body=document))
+        return self._complete(k, await self._call("PUT", path, body=document))
 
     async def patch(
         self,
@@ -282,7 +279,7 @@ class KubeClient:
         k = kind_named(kind)
         content_type = JSON_PATCH if isinstance(patch, list) else MERGE_PATCH
         path = k.path(namespace, name, "status" if status else None)
-        return self._answered(k, await self._call("PATCH", path, body=patch, content_type=content_type))
+        return self._complete(k, await self._call("PATCH", path, body=patch, content_type=content_type))
 
     async def delete(
         self,
@@ -322,12 +319,6 @@ class KubeClient:
                 f"{k.kind} has apiVersion {document.get('apiVersion')!r}; trainyard writes {k.api_version}"
             )
         return k
-
-    def _answered(self, k: KubeKind, document: dict[str, Any]) -> dict[str, Any]:
-        written = self._complete(k, document)
-        for listener in self.answer_listeners:
-            listener(written)
-        return written
 
     @staticmethod
     def _complete(k: KubeKind, document: dict[str, Any]) -> dict[str, Any]:

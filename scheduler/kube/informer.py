@@ -7,21 +7,13 @@ past the inactivity timeout is watched again from the last revision seen; a 410 
 revision is gone, so it lists again and reconciles — objects that vanished meanwhile are
 deleted from the sink, objects it already has at the same revision are not applied twice.
 Other errors (5xx, 429, a dropped connection) back off exponentially and try again.
-
-``learn`` takes the answer to one of our own writes before its watch event arrives (client-go's
-mutation cache does the same for its informers), so a sibling controller acts on it one watch
-hop sooner. Revisions are compared as the integers kube-apiserver hands out (etcd's revisions):
-the echo, and anything older, is then not applied again, and a write's answer that comes back
-after the object's deletion does not bring it back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,16 +29,6 @@ log = logging.getLogger(__name__)
 
 # What a broken connection or a server in trouble looks like; anything else is a bug and raised.
 RETRIABLE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError)
-DELETIONS_REMEMBERED = 10_000  # keys whose deletion revision is kept, against a late write's answer
-
-ObjectKey = tuple[str | None, str]
-
-
-def _revision(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 @dataclass
@@ -61,7 +43,6 @@ class InformerStats:
     rejected: int = 0  # objects the sink refused
     applied: int = 0
     deleted: int = 0
-    learned: int = 0  # our own writes' answers applied before their watch events
 
 
 @dataclass
@@ -97,9 +78,7 @@ class Informer:
         self.synced = asyncio.Event()
         self.resource_version: str | None = None  # None: list (again) before watching
         # what the sink holds: (namespace, name) -> resourceVersion
-        self.known: dict[ObjectKey, str] = {}
-        # deleted keys -> the revision that deleted them (or the list's that found them gone)
-        self._gone: OrderedDict[ObjectKey, int] = OrderedDict()
+        self.known: dict[tuple[str | None, str], str] = {}
 
     async def run(self) -> None:
         """Mirror the kind into the sink until cancelled."""
@@ -129,15 +108,13 @@ class Informer:
             self.kind, self.namespace, label_selector=self.label_selector, limit=self.settings.page_size
         )
         self.stats.lists += 1
-        present: set[ObjectKey] = set()
+        present: set[tuple[str | None, str]] = set()
         for item in listed.items:
             key = self._key(item)
             present.add(key)
             self._apply(key, item)
-        listed_at = _revision(listed.resource_version)
         for key in [k for k in self.known if k not in present]:
-            if not self._newer_than(key, listed_at):  # a write learned after the list was taken stays
-                self._delete(key, listed_at)
+            self._delete(key)
         self.resource_version = listed.resource_version
         if not self.synced.is_set():
             self.synced.set()
@@ -166,49 +143,22 @@ class Informer:
         elif event.type == "DELETED":
             key = self._key(event.object)
             if key in self.known:
-                self._delete(key, _revision(event.resource_version))
+                self._delete(key)
         else:
             log.warning("%s watch: ignoring an event of type %r", self.kind.kind, event.type)
         if event.resource_version is not None:
             self.resource_version = event.resource_version
 
-    def learn(self, document: dict[str, Any]) -> None:
-        """Apply the server's answer to our own write of this kind now, unless the sink already
-        holds that revision or a newer one, or the object was deleted after it. Informers with a
-        namespace or a label selector learn nothing (whether the object is theirs is the server's
-        to say)."""
-        if self.namespace is not None or self.label_selector is not None:
-            return
-        version = _revision((document.get("metadata") or {}).get("resourceVersion"))
-        if version is None:
-            return
-        key = self._key(document)
-        if not key[1] or self._newer_than(key, version - 1):
-            return  # the sink holds this revision (the watch was first) or a newer one
-        if key not in self.known and self._gone.get(key, -1) >= version:
-            return  # deleted since this write: its answer is history
-        self.stats.learned += 1
-        self._apply(key, copy.deepcopy(document))  # the writer keeps its answer; the sink's copy is read-only
-
-    def _newer_than(self, key: ObjectKey, version: int | None) -> bool:
-        """Whether the sink holds ``key`` at a revision above ``version``."""
-        known = _revision(self.known.get(key))
-        return known is not None and version is not None and known > version
-
-    def _key(self, document: dict[str, Any]) -> ObjectKey:
+    def _key(self, document: dict[str, Any]) -> tuple[str | None, str]:
         metadata = document.get("metadata") or {}
         namespace = metadata.get("namespace") if self.kind.namespaced else None
         return namespace, str(metadata.get("name", ""))
 
-    def _apply(self, key: ObjectKey, document: dict[str, Any]) -> None:
+    def _apply(self, key: tuple[str | None, str], document: dict[str, Any]) -> None:
         version = str((document.get("metadata") or {}).get("resourceVersion", ""))
         if version and self.known.get(key) == version:
-            return  # already delivered at this revision (a replay after a re-list, a learned write's echo)
-        incoming = _revision(version)
-        if incoming is not None and self._newer_than(key, incoming):
-            return  # older than a write of ours already learned
+            return  # already delivered at this revision (a replay after a re-list)
         self.known[key] = version
-        self._gone.pop(key, None)
         try:
             self.sink.apply(document)
         except ValueError as refused:
@@ -218,12 +168,7 @@ class Informer:
             return
         self.stats.applied += 1
 
-    def _delete(self, key: ObjectKey, at: int | None) -> None:
+    def _delete(self, key: tuple[str | None, str]) -> None:
         self.known.pop(key, None)
-        if at is not None:
-            self._gone[key] = at
-            self._gone.move_to_end(key)
-            if len(self._gone) > DELETIONS_REMEMBERED:
-                self._gone.popitem(last=False)
         self.sink.delete(self.kind.kind, key[1], key[0])
         self.stats.deleted += 1

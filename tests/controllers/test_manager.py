@@ -137,20 +137,3 @@ async def test_two_replicas_one_leads_and_the_other_takes_over(fake_api: FakeApi
             with contextlib.suppress(asyncio.CancelledError):
                 await tasks[first]
             await eventually(lambda: recorders[second].calls["n1"] >= 1, timeout=3, what="the takeover")
-
-
-async def test_a_write_through_the_managers_client_is_in_its_cache_when_the_write_returns(fake_api: FakeApi) -> None:
-    async with kube(fake_api) as client:
-        manager, recorder = node_manager(client, None)
-        async with running(manager):
-            await asyncio.wait_for(manager.cache.synced.wait(), 5)
-            created = await client.create(node("n2"))
-            # learned from the answer, before the watch could echo it: the controller is already told
-            assert manager.cache.get("Node", "n2") == created
-            assert len(manager.controllers[0].queue) == 1
-            # a kind the manager does not watch is not cached
-            await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
-            assert manager.cache.get("Namespace", "other") is None
-            await eventually(lambda: recorder.calls["n2"] >= 1, what="the new node reconciled")
-        assert manager.learn not in client.answer_listeners  # a stopped manager learns nothing more
-        assert recorder.calls["n2"] == 1  # the watch's echo of the same revision queued nothing more

@@ -58,9 +58,6 @@ async def test_a_preemption_behind_a_stalled_watch_never_overcommits(fake_api: F
             what="both pending (the queue is held)",
         )
         assert stall_workload_watches(fake_api) >= 1  # from here the cache no longer sees Workload writes
-        # The cache learns our own writes' answers too (``ControllerManager.learn``); the engine
-        # mirror must hold without that, for a write whose answer is lost: take it away.
-        client.answer_listeners.clear()
 
         await client.patch("ClusterQueue", "cq", {"spec": {"stopPolicy": "None"}})
         await eventually(lambda: _admitted(reader, "low"), what="the low job's admission")

@@ -75,15 +75,19 @@ async def test_cluster_queue_and_local_queue_status_carry_counts_usage_and_activ
 async def test_one_queues_status_write_does_not_hold_back_the_others(
     fake_api: FakeApi, reader: Reader, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A queue's own status write (its answer learned into the cache at once) asks for no cycle:
-    the other queues' status must not wait for one that never comes, nor for the fallback look.
-    Nothing is queued and no resync is due, so no later cycle would come to release them."""
+    """A queue's own status write echoes back as a change of its input kinds, and asks for no
+    cycle: the other queues' status must not wait for one that never comes, nor for the fallback
+    look. Nothing is queued and no resync is due, so no later cycle would come to release them."""
     monkeypatch.setattr(queue_status, "_NOT_READY_FALLBACK", 3600.0)
     seed_queues(fake_api, cpu=2)
+    names = [f"lq-{index}" for index in range(12)]
+    for name in names:
+        fake_api.server.seed(local_queue_doc(name, "cq"))
     async with kube(fake_api) as client, controller(client) as process:
         process.built.queue.resync_period = 3600.0  # set before the first term starts
         await eventually(lambda: _with_counts(reader, cluster_queue, "cq", (0, 0, 0)), timeout=15, what="cq status")
-        await eventually(lambda: _with_counts(reader, local_queue, "lq", (0, 0, 0)), timeout=15, what="lq status")
+        for name in names:
+            await eventually(lambda n=name: _with_counts(reader, local_queue, n, (0, 0, 0)), timeout=15, what=name)
 
 
 async def _with_counts(reader: Reader, read: Any, name: str, wanted: tuple[int, int, int]) -> dict[str, Any] | None:

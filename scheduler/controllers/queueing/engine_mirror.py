@@ -53,7 +53,7 @@ def workload_key(document: dict[str, Any]) -> str:
 _BOOKKEEPING = frozenset({"resourceVersion", "managedFields", "generation"})
 
 
-def _only_status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+def only_status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """Whether two revisions of a queue object, Node or Namespace differ only in status and
     bookkeeping: a ClusterQueue's status write is no input of admission (a Node's status is)."""
     if new.get("kind") == "Node":
@@ -138,7 +138,7 @@ class EngineMirror:
             if kind == "Workload":
                 if not self._workload_changed(old, new):
                     return  # e.g. the echo of our own write: the engine knew it already
-            elif old is not None and new is not None and _only_status_changed(old, new):
+            elif old is not None and new is not None and only_status_changed(old, new):
                 return  # e.g. the queue-status controller's own write: nothing admission reads
             elif new is None:
                 self._delete(kind, old)

@@ -24,6 +24,7 @@ from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import conditions_of, find_condition, set_condition
+from scheduler.controllers.queueing.engine_mirror import only_status_changed
 from scheduler.controllers.runtime import ReconcileResult
 from scheduler.engine import AdmissionEngine
 from scheduler.kube import KubeClient, patch_status
@@ -147,6 +148,8 @@ class QueueStatusController:
             self._enqueue(key)
 
     def _input_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if old is not None and new is not None and new.get("kind") != "Workload" and only_status_changed(old, new):
+            return  # a queue's status (our own write's echo, mostly): no figure depends on it
         self._changes += 1
 
     def enqueue_map(self) -> dict[str, Callable[[dict[str, Any] | None, dict[str, Any] | None], Iterable[str]]]:
