@@ -104,6 +104,9 @@ class EngineMirror:
         self.engine = AdmissionEngine(self.config)
         self.live = False  # handlers feed the engine only after the first rebuild
         self.writing: set[str] = set()  # workload keys with a status write in flight
+        # admissions a cycle decided whose writes are not handed off yet (the cycle awaits its
+        # evictions first): the server still shows them pending, and that is no news
+        self.deciding: set[str] = set()
         # keys with a write handed off to land later (set by the queue controller): as good as in flight
         self.handed_off: Callable[[str], bool] = lambda key: False
         self._expected: dict[str, _OwnWrite] = {}  # our writes whose revision the cache has not shown yet
@@ -213,8 +216,8 @@ class EngineMirror:
         return True
 
     def busy(self, key: str) -> bool:
-        """Whether a status write of ours to ``key`` is in flight or handed off and not landed."""
-        return key in self.writing or self.handed_off(key)
+        """Whether a status write of ours to ``key`` is decided, in flight, or handed off and not landed."""
+        return key in self.writing or key in self.deciding or self.handed_off(key)
 
     def freshest(self, key: str) -> dict[str, Any] | None:
         """The newest Workload ``key`` we know: the cached copy, or our own write's answer while

@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
+from scheduler.controllers.conditions import condition_true
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
 from scheduler.controllers.manager import KeyMapper
 from scheduler.controllers.node_readiness import node_request_for_change
@@ -230,16 +231,25 @@ class QueueController:
             evictions.append(
                 self._evict(evicted.key, evicted.reason, evicted.message, now, requeue_at=evicted.requeue_at)
             )
-        outcomes = await asyncio.gather(*evictions)
-        failed = not all(outcomes)
-        still_held = {trees[key] for key, ok in zip(victims, outcomes, strict=True) if not ok}
-        for admitted in result.admitted:
-            if still_held and may_stand_on(self.engine, admitted, still_held):
-                # admitting it now could overcommit what a victim still holds on the server
-                self.mirror.resubmit(admitted.key, "a victim's eviction failed")
-                failed = True
-                continue
-            await self.handed_off.hand_off(admitted.key, self._admission(admitted.key, now))
+        # Until its write is handed off, an admission exists in the engine only: a change that
+        # arrives meanwhile (the echo of its own earlier pending reason) must not take it back.
+        decided = {admitted.key for admitted in result.admitted}
+        self.mirror.deciding |= decided
+        try:
+            outcomes = await asyncio.gather(*evictions)
+            failed = not all(outcomes)
+            still_held = {trees[key] for key, ok in zip(victims, outcomes, strict=True) if not ok}
+            for admitted in result.admitted:
+                if still_held and may_stand_on(self.engine, admitted, still_held):
+                    # admitting it now could overcommit what a victim still holds on the server
+                    self.mirror.deciding.discard(admitted.key)
+                    self.mirror.resubmit(admitted.key, "a victim's eviction failed")
+                    failed = True
+                    continue
+                await self.handed_off.hand_off(admitted.key, self._admission(admitted.key, now))
+                self.mirror.deciding.discard(admitted.key)  # handed off: busy until it lands
+        finally:
+            self.mirror.deciding -= decided
         return failed
 
     def _admission(self, key: str, now: float) -> Callable[[], Coroutine[Any, Any, None]]:
@@ -271,9 +281,20 @@ class QueueController:
         patch = evicted_patch(document, reason, message, now, preempted_reason=preempted_reason, requeue_at=requeue_at)
         if not await self.writer.write(key, document, patch):
             self.mirror.resubmit(key, "its eviction was not written")
-            return False
+            # A victim that finished meanwhile (the usual 409) holds nothing on the server either:
+            # what was decided to stand on its quota may go ahead.
+            return not self._holds_quota_on_server(key)
         await self._event(workload, WARNING, "Preempted" if preempted_reason else "Evicted", message)
         return True
+
+    def _holds_quota_on_server(self, key: str) -> bool:
+        """Whether the server, as last read, may still count ``key``'s admission (True when unsure)."""
+        if self.mirror.unsure(key):
+            return True
+        document = self.mirror.freshest(key)
+        if document is None:
+            return False  # its deletion event came: deleted on the server
+        return bool((document.get("status") or {}).get("admission")) and not condition_true(document, "Finished")
 
     async def _admit(self, key: str, now: float) -> bool:
         info = self.engine.workload(key)
