@@ -40,6 +40,7 @@ class EventRecorder:
         self.sent = 0
         self.failed = 0
         self._queued: deque[dict[str, Any]] = deque()
+        self._dropping = 0  # Events dropped since the queue last filled (told once it drains)
         self._wake: asyncio.Event | None = None  # set while ``run`` sends; None when no sender runs
 
     async def run(self) -> None:
@@ -56,6 +57,9 @@ class EventRecorder:
                     except Exception:  # a bug in one Event must not stop the sender, nor its controller
                         self.failed += 1
                         log.exception("event %s not recorded", event.get("reason"))
+                if self._dropping:
+                    log.info("the Event queue drained; %d Events were dropped while it was full", self._dropping)
+                    self._dropping = 0
                 wake.clear()
                 await wake.wait()
         finally:
@@ -72,8 +76,9 @@ class EventRecorder:
         """Queue an Event about ``subject`` for the sender; returns at once while one runs."""
         if self._wake is not None and len(self._queued) >= MAX_QUEUED:
             self.failed += 1
-            name = (subject.get("metadata") or {}).get("name")
-            log.info("event %s on %s %s dropped: %d queued", reason, subject.get("kind"), name, MAX_QUEUED)
+            if not self._dropping:  # once per burst: a line per dropped Event would be thousands
+                log.warning("%d Events wait to be sent; dropping new ones until the queue drains", MAX_QUEUED)
+            self._dropping += 1
             return
         event = self._event(subject, event_type, reason, message)  # the subject as it is now
         if self._wake is None:

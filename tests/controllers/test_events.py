@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -81,10 +82,11 @@ async def test_events_are_sent_in_order_one_at_a_time_and_record_never_waits() -
         assert _names(client)[-1] == "late"
 
 
-async def test_events_past_the_queue_are_dropped_and_counted(monkeypatch: Any) -> None:
+async def test_events_past_the_queue_are_dropped_and_counted(monkeypatch: Any, caplog: Any) -> None:
     monkeypatch.setattr(events, "MAX_QUEUED", 3)
     client = HeldClient()
     recorder = EventRecorder(client)  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger=events.__name__)
     async with sending(recorder):
         for index in range(7):
             await recorder.record(_subject(f"p{index}"), NORMAL, "Started", "started")
@@ -93,6 +95,11 @@ async def test_events_past_the_queue_are_dropped_and_counted(monkeypatch: Any) -
         client.go.set()
         await _until(lambda: recorder.sent == 4)
         assert _names(client) == ["p0", "p1", "p2", "p3"]
+    # one line when the queue fills, one when it drains: not one per dropped Event
+    assert [r.getMessage() for r in caplog.records] == [
+        "3 Events wait to be sent; dropping new ones until the queue drains",
+        "the Event queue drained; 3 Events were dropped while it was full",
+    ]
 
 
 async def test_without_a_sender_an_event_is_sent_before_record_returns() -> None:
