@@ -14,12 +14,12 @@ admitted again cycles later, after more evictions):
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fakeapi.fixtures import FakeApi
 from queue_support import (
     NS,
-    Reader,
     cluster_queue_doc,
     controller,
     is_admitted,
@@ -29,6 +29,7 @@ from queue_support import (
     seed_basics,
 )
 
+from scheduler.controllers.queueing.engine_mirror import EngineMirror
 from scheduler.kube import KubeClient, KubeKind
 from scheduler.kube.kinds import kind_named
 from tests.eventually import eventually
@@ -61,7 +62,7 @@ class EvictionHook(KubeClient):
 
     def __init__(self, client: KubeClient) -> None:
         super().__init__(client.api_client)
-        self.before: Any = None
+        self.before: Callable[[str], Awaitable[None]] | None = None
         self.ran = asyncio.Event()
 
     async def patch(
@@ -87,72 +88,70 @@ class EvictionHook(KubeClient):
 
 
 async def workload_of(client: KubeClient, owner: str) -> dict[str, Any]:
-    listed = await client.list("Workload", NS)
-    return next(w for w in listed.items if w["metadata"]["ownerReferences"][0]["name"] == owner)
+    found = await _find(client, owner)
+    assert found is not None, f"no Workload of {owner}"
+    return found
 
 
-async def test_a_change_to_the_preemptor_while_its_victim_is_evicted_does_not_take_its_admission_back(
-    fake_api: FakeApi, reader: Reader
-) -> None:
+BeforeEviction = Callable[[KubeClient, str], Awaitable[None]]
+
+
+async def preempt_with(fake_api: FakeApi, before: BeforeEviction) -> tuple[EngineMirror, dict[str, Any]]:
+    """The high job preempts the low one; ``before(client, victim_name)`` runs ahead of the
+    eviction write. The controller's engine mirror and the victim's Workload, after."""
     seed(fake_api)
     async with kube(fake_api) as plain:
         hooked = EvictionHook(plain)
         async with controller(hooked) as process:
-            await eventually(lambda: _admitted(reader, "low"), what="the low job's admission")
-            high = await workload_of(plain, "high")
+            await eventually(lambda: _admitted(plain, "low"), what="the low job's admission")
             await eventually(lambda: _has_pending_reason(plain, "high"), what="the high job's pending reason")
-
-            async def touch_the_preemptor(_: str) -> None:
-                # someone writes the preemptor's status while the cycle waits on the eviction
-                current = await plain.get("Workload", high["metadata"]["name"], NS)
-                labels = {"touched": "yes"}
-                await plain.patch("Workload", current["metadata"]["name"], {"metadata": {"labels": labels}}, NS)
-                await asyncio.sleep(0.3)  # its watch event reaches the controller before the eviction lands
-
-            hooked.before = touch_the_preemptor
+            hooked.before = lambda name: before(plain, name)
             await plain.patch("LocalQueue", "lq-high", {"spec": {"stopPolicy": "None"}}, NS)
-            await eventually(lambda: _admitted(reader, "high"), what="the preemptor's admission")
-            mirror = process.built.queue.mirror
-    assert hooked.ran.is_set()
+            await eventually(lambda: _admitted(plain, "high"), what="the preemptor's admission")
+            assert hooked.ran.is_set()
+            return process.built.queue.mirror, await workload_of(plain, "low")
+
+
+async def test_a_change_to_the_preemptor_while_its_victim_is_evicted_does_not_take_its_admission_back(
+    fake_api: FakeApi,
+) -> None:
+    async def touch_the_preemptor(client: KubeClient, _: str) -> None:
+        # someone writes the preemptor while the cycle waits on the eviction
+        high = await workload_of(client, "high")
+        await client.patch("Workload", high["metadata"]["name"], {"metadata": {"labels": {"touched": "yes"}}}, NS)
+        await asyncio.sleep(0.3)  # its watch event reaches the controller before the eviction lands
+
+    mirror, _ = await preempt_with(fake_api, touch_the_preemptor)
     assert mirror.taken_back == {}  # admitted once, in the cycle that preempted for it
 
 
 async def test_a_victim_that_finished_before_its_eviction_landed_lets_the_preemptor_in_at_once(
-    fake_api: FakeApi, reader: Reader
+    fake_api: FakeApi,
 ) -> None:
-    seed(fake_api)
-    async with kube(fake_api) as plain:
-        hooked = EvictionHook(plain)
-        async with controller(hooked) as process:
-            await eventually(lambda: _admitted(reader, "low"), what="the low job's admission")
+    async def finish_the_victim(client: KubeClient, name: str) -> None:
+        # the job's own end is written first: the eviction then meets a 409
+        current = await client.get("Workload", name, NS)
+        finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+        conditions = [*current["status"]["conditions"], {**finished, "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+        await client.patch("Workload", name, {"status": {"conditions": conditions}}, NS, status=True)
 
-            async def finish_the_victim(name: str) -> None:
-                # the job's own end is written first: the eviction then meets a 409
-                current = await plain.get("Workload", name, NS)
-                finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
-                conditions = [
-                    *current["status"]["conditions"],
-                    {**finished, "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                ]
-                await plain.patch("Workload", name, {"status": {"conditions": conditions}}, NS, status=True)
-
-            hooked.before = finish_the_victim
-            await plain.patch("LocalQueue", "lq-high", {"spec": {"stopPolicy": "None"}}, NS)
-            await eventually(lambda: _admitted(reader, "high"), what="the preemptor's admission")
-            mirror = process.built.queue.mirror
-            low = await workload_of(plain, "low")
-    assert hooked.ran.is_set()
+    mirror, low = await preempt_with(fake_api, finish_the_victim)
     assert any(c["type"] == "Finished" and c["status"] == "True" for c in low["status"]["conditions"])
     assert not any(c["type"] == "Evicted" for c in low["status"]["conditions"])  # the eviction never landed
     assert mirror.taken_back == {}
 
 
-async def _admitted(reader: Reader, owner: str) -> bool:
-    return any(
-        w["metadata"]["ownerReferences"][0]["name"] == owner and is_admitted(w) for w in await reader.workloads()
-    )
+async def _admitted(client: KubeClient, owner: str) -> bool:
+    found = await _find(client, owner)
+    return found is not None and is_admitted(found)
 
 
 async def _has_pending_reason(client: KubeClient, owner: str) -> bool:
-    conditions = ((await workload_of(client, owner)).get("status") or {}).get("conditions") or []
+    conditions = ((await _find(client, owner) or {}).get("status") or {}).get("conditions") or []
     return any(c["type"] == "QuotaReserved" and c["status"] == "False" for c in conditions)
+
+
+async def _find(client: KubeClient, owner: str) -> dict[str, Any] | None:
+    """The owner's Workload, or None before the controller made it."""
+    listed = await client.list("Workload", NS)
+    return next((w for w in listed.items if w["metadata"]["ownerReferences"][0]["name"] == owner), None)
