@@ -22,8 +22,10 @@ from typing import Any
 
 import aiohttp
 
+from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.conditions import rfc3339
 from scheduler.controllers.constants import EVENT_SOURCE
+from scheduler.controllers.views import WorkloadView
 from scheduler.kube import KubeApiError, KubeClient
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,16 @@ class EventRecorder:
             return
         self._queued.append(event)
         self._wake.set()
+
+    async def record_on_workload(
+        self, cache: ClusterCache, workload: WorkloadView, event_type: str, reason: str, message: str
+    ) -> None:
+        """An Event on a Workload, and the same on the TrainJob that owns it (what its user watches)."""
+        await self.record(workload.document, event_type, reason, message)
+        owner_name = workload.owner_trainjob
+        owner = cache.get("TrainJob", owner_name, workload.namespace) if owner_name is not None else None
+        if owner is not None:
+            await self.record(owner, event_type, reason, message)
 
     def _event(self, subject: Mapping[str, Any], event_type: str, reason: str, message: str) -> dict[str, Any]:
         metadata = subject.get("metadata") or {}

@@ -233,6 +233,16 @@ class EngineMirror:
         _, awaited = self._cached_and_awaited(key)
         return awaited is not None and awaited.document is None
 
+    def holds_quota_on_server(self, key: str) -> bool:
+        """Whether the server, as last read, may still count ``key``'s admission (True when unsure):
+        a Workload it shows finished, without an admission, or deleted holds nothing."""
+        if self.unsure(key):
+            return True
+        document = self.freshest(key)
+        if document is None:
+            return False  # its deletion event came
+        return bool((document.get("status") or {}).get("admission")) and not condition_true(document, "Finished")
+
     def _cached_and_awaited(self, key: str) -> tuple[dict[str, Any] | None, _OwnWrite | None]:
         """The cached Workload ``key``, and our write to it that the cache has not shown yet, if any."""
         namespace, _, name = key.partition("/")

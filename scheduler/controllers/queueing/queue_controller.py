@@ -34,7 +34,6 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from scheduler.controllers.cache import ClusterCache
-from scheduler.controllers.conditions import condition_true
 from scheduler.controllers.events import NORMAL, WARNING, EventRecorder
 from scheduler.controllers.manager import KeyMapper
 from scheduler.controllers.node_readiness import node_request_for_change
@@ -60,8 +59,6 @@ from scheduler.engine import (
 from scheduler.kube import KubeClient
 
 log = logging.getLogger(__name__)
-
-REFUSAL_BACKOFF_MAX = 300.0
 
 
 class QueueController:
@@ -96,7 +93,6 @@ class QueueController:
         self.pending = PendingStatus(
             refresh=pending_refresh, refresh_rate=pending_refresh_rate, interval=pending_interval
         )
-        self._refused_count: dict[str, int] = {}  # key → admissions refused in a row
         self.resync_period = resync_period
         self.mirror = EngineMirror(cache, config, clock=clock, on_change=self.request_cycle)
         self.writer = WorkloadStatusWriter(client, self.mirror, write_concurrency)
@@ -283,18 +279,9 @@ class QueueController:
             self.mirror.resubmit(key, "its eviction was not written")
             # A victim that finished meanwhile (the usual 409) holds nothing on the server either:
             # what was decided to stand on its quota may go ahead.
-            return not self._holds_quota_on_server(key)
+            return not self.mirror.holds_quota_on_server(key)
         await self._event(workload, WARNING, "Preempted" if preempted_reason else "Evicted", message)
         return True
-
-    def _holds_quota_on_server(self, key: str) -> bool:
-        """Whether the server, as last read, may still count ``key``'s admission (True when unsure)."""
-        if self.mirror.unsure(key):
-            return True
-        document = self.mirror.freshest(key)
-        if document is None:
-            return False  # its deletion event came: deleted on the server
-        return bool((document.get("status") or {}).get("admission")) and not condition_true(document, "Finished")
 
     async def _admit(self, key: str, now: float) -> bool:
         info = self.engine.workload(key)
@@ -317,7 +304,7 @@ class QueueController:
                 await self._hold_refused(key, workload, refusal, now)
             return False
         self.pending.forget(key)
-        self._refused_count.pop(key, None)
+        self.writer.admitted(key)
         if self.metrics is not None:
             self.metrics.admitted(admission.cluster_queue, now - (info.queue_order_time or info.created))
         await self._event(
@@ -329,14 +316,12 @@ class QueueController:
         """An admission the API server refused as invalid is not retried at once: the same write
         would be refused again, every cycle. The workload waits out an exponential backoff (1 s,
         doubling, at most 5 minutes), and the refusal is told on the Workload once."""
-        count = self._refused_count.get(key, 0) + 1
-        self._refused_count[key] = count
+        delay, first = self.writer.backoff_after_refusal(key)
         info = self.engine.workload(key)
         if info is None:
             return
-        delay = min(REFUSAL_BACKOFF_MAX, 2.0 ** (count - 1))
         self.engine.hold_until(info, now + delay, f"the API server refused its admission: {refusal}")
-        if count == 1:
+        if first:
             await self._event(workload, WARNING, "AdmissionRefused", f"The API server refused the admission: {refusal}")
 
     async def _write_pending(self, now: float, heads: Iterable[str]) -> None:
@@ -344,7 +329,7 @@ class QueueController:
         decides which, so a long queue moving up is a trickle of writes, not a storm)."""
         started = time.perf_counter()
         loop_now = asyncio.get_running_loop().time()
-        writes = self.pending.plan(self.engine, self._cached, self.mirror.busy, loop_now, now, heads)
+        writes = self.pending.plan(self.engine, self.mirror.freshest, self.mirror.busy, loop_now, now, heads)
         self._cycle_cost += time.perf_counter() - started
         for write in writes:
             self._pending_in_flight += 1
@@ -401,23 +386,14 @@ class QueueController:
 
     # ------------------------------------------------------------------ writing
 
-    def _cached(self, key: str) -> dict[str, Any] | None:
-        # not the cache alone: right after our own write it may still show the revision before it
-        return self.mirror.freshest(key)
-
     def _workload(self, key: str) -> WorkloadView | None:
-        document = self._cached(key)
+        # not the cache alone: right after our own write it may still show the revision before it
+        document = self.mirror.freshest(key)
         return WorkloadView(document) if document is not None else None
 
     async def _event(self, workload: WorkloadView, event_type: str, reason: str, message: str) -> None:
-        """An Event on the Workload, and the same on the TrainJob that owns it (what its user watches)."""
-        if self.events is None:
-            return
-        await self.events.record(workload.document, event_type, reason, message)
-        owner_name = workload.owner_trainjob
-        owner = self.cache.get("TrainJob", owner_name, workload.namespace) if owner_name is not None else None
-        if owner is not None:
-            await self.events.record(owner, event_type, reason, message)
+        if self.events is not None:
+            await self.events.record_on_workload(self.cache, workload, event_type, reason, message)
 
 
 __all__ = ["QueueController", "workload_key"]

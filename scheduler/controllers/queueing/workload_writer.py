@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
 REFUSED = frozenset({400, 403, 422})
+REFUSAL_BACKOFF_MAX = 300.0  # seconds an admission refused again and again is held at most
 
 
 class WorkloadStatusWriter:
@@ -32,10 +33,22 @@ class WorkloadStatusWriter:
         self.mirror = mirror
         self._writes = asyncio.Semaphore(concurrency)
         self._refusals: dict[str, str] = {}  # key → the server's refusal of its last status write
+        self._refused_in_a_row: dict[str, int] = {}  # key → its admissions refused in a row
 
     def refusal(self, key: str) -> str | None:
         """The server's refusal of the last write to ``key``, once (None if it was not refused)."""
         return self._refusals.pop(key, None)
+
+    def backoff_after_refusal(self, key: str) -> tuple[float, bool]:
+        """How long to hold ``key`` after its admission was refused as invalid (1 s, doubling, at
+        most ``REFUSAL_BACKOFF_MAX``), and whether this refusal is the first in a row."""
+        count = self._refused_in_a_row.get(key, 0) + 1
+        self._refused_in_a_row[key] = count
+        return min(REFUSAL_BACKOFF_MAX, 2.0 ** (count - 1)), count == 1
+
+    def admitted(self, key: str) -> None:
+        """``key``'s admission landed: the next refusal is a first one again."""
+        self._refused_in_a_row.pop(key, None)
 
     async def write(self, key: str, document: dict[str, Any], status: dict[str, Any]) -> bool:
         """Merge-patch the Workload's status at the revision read; False on any failure."""
