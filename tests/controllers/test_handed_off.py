@@ -76,3 +76,56 @@ async def test_a_failing_write_is_logged_and_the_others_still_land(caplog: pytes
             assert not task.done()
     assert sorted(log) == ["after landed", "after started", "other landed", "other started"]
     assert "Workload ns/a failed" in caplog.text
+
+
+async def test_a_background_write_not_begun_is_dropped_for_a_decision_on_its_workload() -> None:
+    writes = HandedOffWrites(background_slots=1)
+    log: list[str] = []
+    gate = asyncio.Event()
+    async with running(writes):
+        await writes.hand_off("ns/a", gated(log, "reason a", gate), background=True)  # takes the one slot
+        await writes.hand_off("ns/b", gated(log, "reason b"), background=True)  # waits for a slot
+        await eventually(lambda: "reason a started" in log, what="the first reason sent")
+        assert writes.background_in_flight == 2
+        assert writes.busy("ns/a")
+        assert not writes.busy("ns/b")  # b's reason may still be dropped
+        await writes.hand_off("ns/b", gated(log, "admission b"))
+        await eventually(lambda: "admission b landed" in log, what="b's admission, not held by the slot")
+        assert writes.background_in_flight == 1
+        gate.set()
+        await writes.settle("ns/a")
+    assert "reason b started" not in log
+    assert log.index("reason a started") < log.index("admission b landed")
+
+
+async def test_a_background_write_already_sent_lands_before_the_next_write_to_its_workload() -> None:
+    writes = HandedOffWrites(background_slots=1)
+    log: list[str] = []
+    gate = asyncio.Event()
+    async with running(writes):
+        await writes.hand_off("ns/a", gated(log, "reason", gate), background=True)
+        await eventually(lambda: "reason started" in log, what="the reason sent")
+        await writes.hand_off("ns/a", gated(log, "admission"))
+        await asyncio.sleep(0.05)
+        assert "admission started" not in log  # never a revision the server has moved past
+        gate.set()
+        await writes.settle("ns/a")
+    assert log == ["reason started", "reason landed", "admission started", "admission landed"]
+
+
+async def test_settle_drops_the_reasons_not_sent_and_a_newer_reason_replaces_an_older_one() -> None:
+    writes = HandedOffWrites(background_slots=1)
+    log: list[str] = []
+    gate = asyncio.Event()
+    async with running(writes):
+        await writes.hand_off("ns/x", gated(log, "x", gate), background=True)
+        await eventually(lambda: "x started" in log, what="x's reason holding the one slot")
+        await writes.hand_off("ns/a", gated(log, "old reason"), background=True)
+        await writes.hand_off("ns/a", gated(log, "new reason"), background=True)
+        await writes.hand_off("ns/b", gated(log, "reason b"), background=True)
+        assert writes.background_in_flight == 3  # x, a's newer reason, b
+        await writes.settle("ns/b")  # b's reason is dropped, not awaited
+        gate.set()
+        await writes.settle("ns/x")
+        await eventually(lambda: writes.background_in_flight == 0, what="the reasons left landing")
+    assert sorted(log) == ["new reason landed", "new reason started", "x landed", "x started"]

@@ -12,6 +12,14 @@ for its handed-off write (``settle``), so it reads that write's answer and never
 server has already moved past. The writes live in a task group of the controller's run
 (``run``, started beside the workers), so a replica that loses its lease cancels them with its
 workers. Without a running group (a reconcile called on its own) a write is awaited at once.
+
+Pending reasons are background writes: at most ``background_slots`` of them in flight, and one
+that has not begun is dropped when anything else is decided about its Workload (an admission, an
+eviction, a newer reason), since the reason it carries is moot by then. A burst of arrivals gives
+thousands of Workloads a reason to write; when those writes sat in the same per-Workload order as
+the admissions, an arrival's admission waited for its own queued reason, behind two thousand
+others, and the real kube-apiserver saw no admission for ten seconds and more. A dropped reason
+costs nothing: the next plan finds it unwritten and writes what is true then.
 """
 
 from __future__ import annotations
@@ -25,9 +33,13 @@ log = logging.getLogger(__name__)
 
 
 class HandedOffWrites:
-    def __init__(self) -> None:
+    def __init__(self, background_slots: int = 4) -> None:
         self._group: asyncio.TaskGroup | None = None
         self._by_key: dict[str, asyncio.Task[None]] = {}  # the last write handed off per Workload key
+        self._before: dict[asyncio.Task[None], asyncio.Task[None] | None] = {}  # each write's predecessor
+        self._unstarted: set[asyncio.Task[None]] = set()  # background writes not begun: may be dropped
+        self._background: set[asyncio.Task[None]] = set()  # background writes not landed
+        self._background_slots = asyncio.Semaphore(background_slots)
 
     async def run(self) -> None:
         """Hold the task group the writes run in; until cancelled (cancelling every write in flight)."""
@@ -40,37 +52,80 @@ class HandedOffWrites:
                 self._by_key.clear()
 
     def busy(self, key: str) -> bool:
-        """Whether a write to ``key`` was handed off and has not landed yet."""
-        return key in self._by_key
+        """Whether a write to ``key`` was handed off and has not landed yet (a background write
+        that has not begun does not count: anything decided meanwhile drops it)."""
+        return self._last_kept(key) is not None
 
     @property
     def in_flight(self) -> int:
         return len(self._by_key)
 
+    @property
+    def background_in_flight(self) -> int:
+        """Background writes handed off and neither landed nor dropped."""
+        return len(self._background)
+
     async def settle(self, key: str) -> None:
-        """Wait until the write handed off for ``key`` (if any) has landed or failed."""
-        task = self._by_key.get(key)
+        """Drop ``key``'s background writes that have not begun, and wait until the rest (if
+        any) have landed or failed."""
+        task = self.drop_background(key)
         if task is not None:
             await asyncio.wait({task})  # asyncio.wait: cancelling the waiter leaves the write alone
 
-    async def hand_off(self, key: str, write: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run ``write`` for Workload ``key`` after any earlier write to it; returns at once while
-        the controller runs, else after the write."""
+    def drop_background(self, key: str) -> asyncio.Task[None] | None:
+        """Cancel ``key``'s background writes that have not begun; the write left last for ``key``."""
+        kept = self._last_kept(key)
+        task = self._by_key.get(key)
+        while task is not None and task is not kept:
+            task.cancel()  # never sent: nothing on the server to wonder about
+            self._unstarted.discard(task)
+            self._background.discard(task)
+            task = self._before.get(task)
+        if kept is None:
+            self._by_key.pop(key, None)
+        else:
+            self._by_key[key] = kept
+        return kept
+
+    def _last_kept(self, key: str) -> asyncio.Task[None] | None:
+        task = self._by_key.get(key)
+        while task is not None and task in self._unstarted:
+            task = self._before.get(task)
+        return task if task is not None and not task.done() else None
+
+    async def hand_off(
+        self, key: str, write: Callable[[], Coroutine[Any, Any, None]], *, background: bool = False
+    ) -> None:
+        """Run ``write`` for Workload ``key`` after any earlier write to it (dropping its earlier
+        background writes that have not begun); returns at once while the controller runs, else
+        after the write. ``background``: a write that may be dropped until it begins."""
         if self._group is None:
             await self._guarded(key, write)
             return
-        previous = self._by_key.get(key)
+        previous = self.drop_background(key)
 
         async def land() -> None:
             if previous is not None:
                 await asyncio.wait({previous})
-            await self._guarded(key, write)
+            if not background:
+                await self._guarded(key, write)
+                return
+            async with self._background_slots:
+                self._unstarted.discard(task)  # from here on it is sent, and lands or fails
+                await self._guarded(key, write)
 
         task = self._group.create_task(land(), name=f"write {key}")
         self._by_key[key] = task
+        self._before[task] = previous
+        if background:
+            self._unstarted.add(task)
+            self._background.add(task)
         task.add_done_callback(lambda done: self._landed(key, done))
 
     def _landed(self, key: str, task: asyncio.Task[None]) -> None:
+        self._before.pop(task, None)
+        self._unstarted.discard(task)
+        self._background.discard(task)
         if self._by_key.get(key) is task:
             del self._by_key[key]
 

@@ -108,9 +108,6 @@ class QueueController:
         self.healed = 0  # workloads a resync found the engine wrong about (each a missed change)
         self._resync_due = False
         self._resync_cost = 0.0  # seconds the last resync pass took
-        # Pending-status writes handed off and not landed: the next plan waits for them, so these
-        # low-priority writes go no faster than the API server answers (admissions do not wait).
-        self._pending_in_flight = 0
         # Decisions that release quota in the engine before their writes land (a cycle's, a
         # failed node's evictions) take turns: another cycle must not hand out quota an eviction
         # still in flight may yet keep, should that eviction be refused.
@@ -134,7 +131,6 @@ class QueueController:
     async def prepare(self) -> None:
         """A new term: the engine is rebuilt from the Workloads' status, then a cycle runs."""
         self.mirror.rebuild()
-        self._pending_in_flight = 0  # the last term's were cancelled with it
         self.pending.start_term(self.cache.list("Workload"), asyncio.get_running_loop().time())
         self._last_cycle = None
         self.request_cycle()
@@ -192,11 +188,13 @@ class QueueController:
         now = self.clock()
         started = time.perf_counter()
         result = self.engine.schedule(now)
-        self._cycle_cost = time.perf_counter() - started
+        self._cycle_cost = cost = time.perf_counter() - started
+        size = (len(result.admitted), len(result.preempted), len(result.evicted), len(result.pending))
+        log.debug("cycle %d (%.3f s): %d admitted, %d preempted, %d evicted, %d waiting", self.cycles, cost, *size)
         for listener in self.cycle_listeners:
             listener()
         retry = await self._write_decisions(result, now)
-        if self.pending.due_in(asyncio.get_running_loop().time()) == 0.0 and self._pending_in_flight == 0:
+        if self.pending.due_in(asyncio.get_running_loop().time()) == 0.0 and not self.handed_off.background_in_flight:
             await self._write_pending(now, result.pending)
         # the next plan: when due, or (due but the last plan's writes still landing) a period on
         plan_in = self.pending.due_in(asyncio.get_running_loop().time()) or self.pending.interval
@@ -326,24 +324,21 @@ class QueueController:
 
     async def _write_pending(self, now: float, heads: Iterable[str]) -> None:
         """QuotaReserved=False with the reason and position, only where it changed (``PendingStatus``
-        decides which, so a long queue moving up is a trickle of writes, not a storm)."""
+        decides which, so a long queue moving up is a trickle of writes, not a storm). Background
+        writes: a cycle plans them only once the last plan's have landed (or were dropped)."""
         started = time.perf_counter()
         loop_now = asyncio.get_running_loop().time()
         writes = self.pending.plan(self.engine, self.mirror.freshest, self.mirror.busy, loop_now, now, heads)
         self._cycle_cost += time.perf_counter() - started
         for write in writes:
-            self._pending_in_flight += 1
-            await self.handed_off.hand_off(write.key, self._pending_write(write))
+            await self.handed_off.hand_off(write.key, self._pending_write(write), background=True)
 
     def _pending_write(self, write: PendingWrite) -> Callable[[], Coroutine[Any, Any, None]]:
         async def land() -> None:
-            try:
-                if await self.writer.write(write.key, write.document, write.patch):
-                    self.pending.wrote(write.key, asyncio.get_running_loop().time())
-                    if write.event_message is not None:
-                        await self._event(WorkloadView(write.document), NORMAL, "Pending", write.event_message)
-            finally:
-                self._pending_in_flight -= 1
+            if await self.writer.write(write.key, write.document, write.patch):
+                self.pending.wrote(write.key, asyncio.get_running_loop().time())
+                if write.event_message is not None:
+                    await self._event(WorkloadView(write.document), NORMAL, "Pending", write.event_message)
 
         return land
 
@@ -379,6 +374,7 @@ class QueueController:
         return True
 
     async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool:
+        self.handed_off.drop_background(key)  # a pending reason not yet sent is moot after this write
         if self.handed_off.busy(key):
             await self.handed_off.settle(key)
             return False  # ``document`` predates that write; the caller reconciles again from the cache
