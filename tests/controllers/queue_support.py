@@ -30,8 +30,9 @@ from sandbox.apiserver.records import StoredEvent
 from scheduler.controllers.manager import ControllerManager
 from scheduler.controllers.queueing.wiring import QUEUE_WATCHES, QueueControllers, build_queue_controllers
 from scheduler.engine import EngineConfig
-from scheduler.kube import InformerSettings, KubeClient, LeaderElector, LeaseSettings
+from scheduler.kube import InformerSettings, KubeClient, KubeKind, LeaderElector, LeaseSettings
 from scheduler.kube.backoff import Backoff
+from scheduler.kube.kinds import kind_named
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_INFORMERS = InformerSettings(watch_timeout_seconds=30, inactivity_timeout=30.0, backoff=Backoff(0.01, 0.05))
@@ -129,6 +130,28 @@ def queued(name: str, queue: str, cpu: int, priority: str) -> dict[str, Any]:
     document = trainjob(name, cpu=cpu, priority=priority)
     document["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
     return document
+
+
+class PatchHook(KubeClient):
+    """A client that awaits ``before_patch`` ahead of every patch: tests hold or time writes there."""
+
+    def __init__(self, client: KubeClient) -> None:
+        super().__init__(client.api_client)
+
+    async def before_patch(self, kind: str, name: str, patch: Any, *, status: bool) -> None:
+        """Runs before each patch is sent (``kind`` as a name: "Workload"); nothing by default."""
+
+    async def patch(
+        self,
+        kind: str | KubeKind,
+        name: str,
+        patch: dict[str, Any] | list[dict[str, Any]],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+    ) -> dict[str, Any]:
+        await self.before_patch(kind_named(kind).kind, name, patch, status=status)
+        return await super().patch(kind, name, patch, namespace, status=status)
 
 
 class CommittedUsage:

@@ -78,6 +78,15 @@ async def test_a_failing_write_is_logged_and_the_others_still_land(caplog: pytes
     assert "Workload ns/a failed" in caplog.text
 
 
+async def hold_the_one_slot(
+    writes: HandedOffWrites, key: str, write: Callable[[], Coroutine[Any, Any, None]], log: list[str]
+) -> None:
+    """Hand off a background write and wait until it is sent (holding a one-slot pool)."""
+    before = len(log)
+    await writes.hand_off(key, write, background=True)
+    await eventually(lambda: len(log) > before, what=f"the background write to {key} sent")
+
+
 async def test_a_background_write_not_begun_is_dropped_for_a_decision_on_its_workload() -> None:
     writes = HandedOffWrites(background_slots=1)
     log: list[str] = []
@@ -103,8 +112,7 @@ async def test_a_background_write_already_sent_lands_before_the_next_write_to_it
     log: list[str] = []
     gate = asyncio.Event()
     async with running(writes):
-        await writes.hand_off("ns/a", gated(log, "reason", gate), background=True)
-        await eventually(lambda: "reason started" in log, what="the reason sent")
+        await hold_the_one_slot(writes, "ns/a", gated(log, "reason", gate), log)
         await writes.hand_off("ns/a", gated(log, "admission"))
         await asyncio.sleep(0.05)
         assert "admission started" not in log  # never a revision the server has moved past
@@ -118,8 +126,7 @@ async def test_settle_drops_the_reasons_not_sent_and_a_newer_reason_replaces_an_
     log: list[str] = []
     gate = asyncio.Event()
     async with running(writes):
-        await writes.hand_off("ns/x", gated(log, "x", gate), background=True)
-        await eventually(lambda: "x started" in log, what="x's reason holding the one slot")
+        await hold_the_one_slot(writes, "ns/x", gated(log, "x", gate), log)
         await writes.hand_off("ns/a", gated(log, "old reason"), background=True)
         await writes.hand_off("ns/a", gated(log, "new reason"), background=True)
         await writes.hand_off("ns/b", gated(log, "reason b"), background=True)

@@ -20,6 +20,7 @@ from typing import Any
 from fakeapi.fixtures import FakeApi
 from queue_support import (
     NS,
+    PatchHook,
     cluster_queue_doc,
     controller,
     is_admitted,
@@ -30,8 +31,7 @@ from queue_support import (
 )
 
 from scheduler.controllers.queueing.engine_mirror import EngineMirror
-from scheduler.kube import KubeClient, KubeKind
-from scheduler.kube.kinds import kind_named
+from scheduler.kube import KubeClient
 from tests.eventually import eventually
 
 QUOTA = 4
@@ -57,34 +57,19 @@ def is_eviction(patch: Any) -> bool:
     return any(c.get("type") == "Evicted" and c.get("status") == "True" for c in conditions)
 
 
-class EvictionHook(KubeClient):
+class EvictionHook(PatchHook):
     """A client that runs ``before`` (once) ahead of its first eviction write to the ``low`` job."""
 
     def __init__(self, client: KubeClient) -> None:
-        super().__init__(client.api_client)
+        super().__init__(client)
         self.before: Callable[[str], Awaitable[None]] | None = None
         self.ran = asyncio.Event()
 
-    async def patch(
-        self,
-        kind: str | KubeKind,
-        name: str,
-        patch: dict[str, Any] | list[dict[str, Any]],
-        namespace: str | None = None,
-        *,
-        status: bool = False,
-    ) -> dict[str, Any]:
-        if (
-            status
-            and kind_named(kind).kind == "Workload"
-            and owner_of(name) == "low"
-            and is_eviction(patch)
-            and not self.ran.is_set()
-        ):
+    async def before_patch(self, kind: str, name: str, patch: Any, *, status: bool) -> None:
+        if status and kind == "Workload" and owner_of(name) == "low" and is_eviction(patch) and not self.ran.is_set():
             self.ran.set()
             if self.before is not None:
                 await self.before(name)
-        return await super().patch(kind, name, patch, namespace, status=status)
 
 
 async def workload_of(client: KubeClient, owner: str) -> dict[str, Any]:

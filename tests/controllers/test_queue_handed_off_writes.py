@@ -20,6 +20,7 @@ from queue_support import (
     NS,
     CommittedUsage,
     ControllerProcess,
+    PatchHook,
     Reader,
     controller,
     is_admitted,
@@ -29,37 +30,28 @@ from queue_support import (
 )
 
 from scheduler.engine import WorkloadState
-from scheduler.kube import KubeClient, KubeKind
+from scheduler.kube import KubeClient
 from tests.eventually import eventually
 
 QUOTA_CPU = 4
 
 
-class HeldAdmissions(KubeClient):
+class HeldAdmissions(PatchHook):
     """A client whose first status write to each Workload owned by a ``held`` TrainJob waits for ``release``."""
 
     def __init__(self, client: KubeClient, held: set[str]) -> None:
-        super().__init__(client.api_client)
+        super().__init__(client)
         self.held = held
         self.release = asyncio.Event()
         self.waiting: set[str] = set()
 
-    async def patch(
-        self,
-        kind: str | KubeKind,
-        name: str,
-        patch: dict[str, Any] | list[dict[str, Any]],
-        namespace: str | None = None,
-        *,
-        status: bool = False,
-    ) -> dict[str, Any]:
+    async def before_patch(self, kind: str, name: str, patch: Any, *, status: bool) -> None:
         owner = next((job for job in self.held if name.startswith(f"trainjob-{job}-")), None)
         if status and owner is not None and isinstance(patch, dict) and (patch.get("status") or {}).get("admission"):
             self.held.discard(owner)
             self.waiting.add(owner)
             await self.release.wait()
             self.waiting.discard(owner)
-        return await super().patch(kind, name, patch, namespace, status=status)
 
 
 @contextlib.asynccontextmanager

@@ -16,39 +16,30 @@ from typing import Any
 
 from builders import WorkloadBuilder
 from fakeapi.fixtures import FakeApi
-from queue_support import NS, PRIORITIES, Reader, condition, controller, is_admitted, kube, seed_queues
+from queue_support import NS, PRIORITIES, PatchHook, Reader, condition, controller, is_admitted, kube, seed_queues
 
-from scheduler.kube import KubeClient, KubeKind
+from scheduler.kube import KubeClient
 from tests.eventually import eventually
 
 QUOTA_CPU = 4
 WAITERS = 6  # more reasons than the background slots (4): some wait for a slot, unsent
 
 
-class HeldReasons(KubeClient):
-    """A client whose pending-reason writes (status patches without an admission) wait for ``release``."""
+class HeldReasons(PatchHook):
+    """A client whose pending-reason writes (QuotaReserved=False, no admission) wait for ``release``."""
 
     def __init__(self, client: KubeClient) -> None:
-        super().__init__(client.api_client)
+        super().__init__(client)
         self.release = asyncio.Event()
         self.waiting = 0
 
-    async def patch(
-        self,
-        kind: str | KubeKind,
-        name: str,
-        patch: dict[str, Any] | list[dict[str, Any]],
-        namespace: str | None = None,
-        *,
-        status: bool = False,
-    ) -> dict[str, Any]:
-        if status and getattr(kind, "kind", kind) == "Workload" and isinstance(patch, dict) and _is_reason(patch):
+    async def before_patch(self, kind: str, name: str, patch: Any, *, status: bool) -> None:
+        if status and kind == "Workload" and isinstance(patch, dict) and _is_reason(patch):
             self.waiting += 1
             try:
                 await self.release.wait()
             finally:
                 self.waiting -= 1
-        return await super().patch(kind, name, patch, namespace, status=status)
 
 
 def _is_reason(patch: dict[str, Any]) -> bool:
