@@ -6,13 +6,16 @@ engine never takes a stale cached copy as the truth (an answer lost after commit
 landed); when the server cannot be reached the mirror is told the answer was lost. A refusal
 that says the write itself is wrong (400, 403, 422: retrying it unchanged cannot succeed, unlike
 a conflict, a throttle or a server error) is kept for the caller (``refusal``) and logged with the
-server's message.
+server's message. Conflicts are routine under load (the cache was behind: a finish, the runner's
+or another controller's write landed first) and each is reconciled again, so they are logged one
+line per ``CONFLICT_LOG_INTERVAL`` with their count, not one line each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import aiohttp
@@ -25,6 +28,7 @@ log = logging.getLogger(__name__)
 WRITE_ERRORS = (KubeApiError, aiohttp.ClientError, OSError, TimeoutError)
 REFUSED = frozenset({400, 403, 422})
 REFUSAL_BACKOFF_MAX = 300.0  # seconds an admission refused again and again is held at most
+CONFLICT_LOG_INTERVAL = 10.0  # seconds between two lines that count the writes met by a 409
 
 
 class WorkloadStatusWriter:
@@ -34,6 +38,9 @@ class WorkloadStatusWriter:
         self._writes = asyncio.Semaphore(concurrency)
         self._refusals: dict[str, str] = {}  # key → the server's refusal of its last status write
         self._refused_in_a_row: dict[str, int] = {}  # key → its admissions refused in a row
+        self.conflicts = 0  # status writes refused with 409 Conflict, in all
+        self._conflicts_untold = 0
+        self._conflicts_told_at: float | None = None  # monotonic time of the last line about them
 
     def refusal(self, key: str) -> str | None:
         """The server's refusal of the last write to ``key``, once (None if it was not refused)."""
@@ -69,6 +76,8 @@ class WorkloadStatusWriter:
             if isinstance(error, KubeApiError) and error.status in REFUSED:
                 self._refusals[key] = str(error)
                 log.warning("the API server refused the status of Workload %s: %s", key, error)
+            elif isinstance(error, KubeApiError) and error.status == 409:
+                self._conflict(key)
             else:
                 log.info("status of Workload %s not written (%s); the next cycle reconciles it again", key, error)
             if not await self._read_back(key, name, namespace):
@@ -78,6 +87,21 @@ class WorkloadStatusWriter:
             self.mirror.writing.discard(key)
         self.mirror.learned(key, written)
         return True
+
+    def _conflict(self, key: str) -> None:
+        self.conflicts += 1
+        self._conflicts_untold += 1
+        log.debug("status of Workload %s met a conflict; the next cycle reconciles it again", key)
+        now = time.monotonic()
+        if self._conflicts_told_at is None or now - self._conflicts_told_at >= CONFLICT_LOG_INTERVAL:
+            log.info(
+                "%d Workload status write(s) met a conflict (the cache was behind) since the last such line, "
+                "the latest on %s; each is reconciled again",
+                self._conflicts_untold,
+                key,
+            )
+            self._conflicts_untold = 0
+            self._conflicts_told_at = now
 
     async def _read_back(self, key: str, name: str, namespace: str | None) -> bool:
         """After a failed write, the Workload as the server has it now; False if it cannot be read.
