@@ -12,31 +12,24 @@ import logging
 from typing import Any
 
 import pytest
+from queue_support import PatchHook
 
 from scheduler.controllers.cache import ClusterCache
 from scheduler.controllers.queueing import workload_writer
 from scheduler.controllers.queueing.engine_mirror import EngineMirror
 from scheduler.controllers.queueing.workload_writer import WorkloadStatusWriter
-from scheduler.kube import KubeApiError, KubeClient, KubeKind
+from scheduler.kube import KubeApiError, KubeKind
 
 LOGGER = "scheduler.controllers.queueing.workload_writer"
 
 
-class ConflictingServer(KubeClient):
+class ConflictingServer(PatchHook):
     """Every status patch meets 409 Conflict; a read returns the Workload at a newer revision."""
 
     def __init__(self) -> None:  # no API client: nothing here goes over the wire
         self.patches = 0
 
-    async def patch(
-        self,
-        kind: str | KubeKind,
-        name: str,
-        patch: dict[str, Any] | list[dict[str, Any]],
-        namespace: str | None = None,
-        *,
-        status: bool = False,
-    ) -> dict[str, Any]:
+    async def before_patch(self, kind: str, name: str, patch: Any, *, status: bool) -> None:
         self.patches += 1
         raise KubeApiError(409, "Conflict", f'Operation cannot be fulfilled on workloads "{name}"')
 
