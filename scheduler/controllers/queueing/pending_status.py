@@ -4,8 +4,9 @@ Kueue writes a pending Workload's reason into its QuotaReserved condition; train
 queue position. Written naively that is a write storm: a queue of five thousand moves up by one
 every time a job is admitted, and a freed quota changes the numbers in every waiting reason. So:
 
-- a new reason (its skeleton changed: not only the position or the numbers in it) is written at
-  once, with an Event;
+- a new reason (its skeleton changed: not only the position or the numbers in it) is planned at
+  once, with an Event (the queue controller hands every reason off as a background write, which
+  never delays an admission and is dropped once its Workload is decided);
 - a change of position or numbers alone is refreshed at most every ``refresh`` seconds per
   workload, and at most ``refresh_rate`` such writes per second over the whole queue, the
   longest-unrefreshed first. The backlog of refreshes drains over later cycles, so a long queue
