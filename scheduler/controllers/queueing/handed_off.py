@@ -73,14 +73,14 @@ class HandedOffWrites:
             await asyncio.wait({task})  # asyncio.wait: cancelling the waiter leaves the write alone
 
     def drop_background(self, key: str) -> asyncio.Task[None] | None:
-        """Cancel ``key``'s background writes that have not begun; the write left last for ``key``."""
-        kept = self._last_kept(key)
+        """Cancel ``key``'s background write if it has not begun; the write left last for ``key``."""
         task = self._by_key.get(key)
-        while task is not None and task is not kept:
+        if task is not None and task in self._unstarted:
             task.cancel()  # never sent: nothing on the server to wonder about
             self._unstarted.discard(task)
             self._background.discard(task)
             task = self._before.get(task)
+        kept = task if task is not None and not task.done() else None
         if kept is None:
             self._by_key.pop(key, None)
         else:
@@ -88,8 +88,10 @@ class HandedOffWrites:
         return kept
 
     def _last_kept(self, key: str) -> asyncio.Task[None] | None:
+        # Each hand-off drops the write before it if that one has not begun, so only the last
+        # write handed off for a key can be an unsent background one.
         task = self._by_key.get(key)
-        while task is not None and task in self._unstarted:
+        if task is not None and task in self._unstarted:
             task = self._before.get(task)
         return task if task is not None and not task.done() else None
 

@@ -374,8 +374,8 @@ class QueueController:
         return True
 
     async def write_status(self, key: str, document: dict[str, Any], patch: dict[str, Any]) -> bool:
-        self.handed_off.drop_background(key)  # a pending reason not yet sent is moot after this write
-        if self.handed_off.busy(key):
+        # a pending reason not yet sent is moot after this write; any other write lands first
+        if self.handed_off.drop_background(key) is not None:
             await self.handed_off.settle(key)
             return False  # ``document`` predates that write; the caller reconciles again from the cache
         return await self.writer.write(key, document, patch)
